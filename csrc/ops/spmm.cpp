@@ -1,0 +1,138 @@
+#include "ops/spmm.h"
+
+#include <algorithm>
+#include <atomic>
+#include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+// x86-64 builds carry an AVX2+FMA clone of the inner loops next to the baseline one; the loader picks the
+// best at run time, so one wheel is portable and still uses the wide registers where they exist.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define FASTNIPS_CLONES __attribute__((target_clones("avx2,fma", "default")))
+#else
+#define FASTNIPS_CLONES
+#endif
+
+namespace fastnips::ops {
+namespace {
+
+// Below this much work (multiply-adds) threads cost more than they save.
+constexpr int64_t kParallelWork = int64_t(1) << 16;
+
+// One block of rows. K > 0 is a compile-time width (accumulators stay in registers); K == 0 is generic.
+// Returns false at the first bad entry and fills *st.
+template <int K, typename T, typename I>
+FASTNIPS_CLONES bool rows_kernel(int64_t r0, int64_t r1, int64_t n_cols, const I* __restrict indptr,
+                                 const I* __restrict indices, const T* __restrict data,
+                                 const T* __restrict X, int64_t k_rt, T* __restrict Y, SpmmStatus* st) {
+  const int64_t k = K > 0 ? K : k_rt;
+  for (int64_t i = r0; i < r1; ++i) {
+    const int64_t p0 = indptr[i], p1 = indptr[i + 1];
+    T* __restrict y = Y + i * k;
+    if constexpr (K > 0) {
+      T acc[K] = {};
+      for (int64_t p = p0; p < p1; ++p) {
+        const int64_t j = indices[p];
+        if (j < 0 || j >= n_cols) { *st = {SpmmStatus::kIndexOutOfRange, i, p, j}; return false; }
+        const T a = data[p];
+        const T* __restrict x = X + j * K;
+        for (int c = 0; c < K; ++c) acc[c] += a * x[c];
+      }
+      for (int c = 0; c < K; ++c) y[c] = acc[c];
+    } else {
+      std::fill(y, y + k, T(0));
+      for (int64_t p = p0; p < p1; ++p) {
+        const int64_t j = indices[p];
+        if (j < 0 || j >= n_cols) { *st = {SpmmStatus::kIndexOutOfRange, i, p, j}; return false; }
+        const T a = data[p];
+        const T* __restrict x = X + j * k;
+        for (int64_t c = 0; c < k; ++c) y[c] += a * x[c];
+      }
+    }
+  }
+  return true;
+}
+
+template <typename T, typename I>
+bool run_rows(int64_t r0, int64_t r1, int64_t n_cols, const I* indptr, const I* indices, const T* data,
+              const T* X, int64_t k, T* Y, SpmmStatus* st) {
+  switch (k) {
+    case 1: return rows_kernel<1>(r0, r1, n_cols, indptr, indices, data, X, k, Y, st);
+    case 2: return rows_kernel<2>(r0, r1, n_cols, indptr, indices, data, X, k, Y, st);
+    case 4: return rows_kernel<4>(r0, r1, n_cols, indptr, indices, data, X, k, Y, st);
+    case 8: return rows_kernel<8>(r0, r1, n_cols, indptr, indices, data, X, k, Y, st);
+    case 16: return rows_kernel<16>(r0, r1, n_cols, indptr, indices, data, X, k, Y, st);
+    case 32: return rows_kernel<32>(r0, r1, n_cols, indptr, indices, data, X, k, Y, st);
+    default: return rows_kernel<0>(r0, r1, n_cols, indptr, indices, data, X, k, Y, st);
+  }
+}
+
+// First row whose cumulative work (nnz before it + rows before it) reaches `target`.
+template <typename I>
+int64_t row_at_work(const I* indptr, int64_t n_rows, int64_t target) {
+  int64_t lo = 0, hi = n_rows;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (int64_t(indptr[mid]) + mid < target) lo = mid + 1; else hi = mid;
+  }
+  return lo;
+}
+
+}  // namespace
+
+template <typename T, typename I>
+SpmmStatus spmm_csr(int64_t n_rows, int64_t n_cols, int64_t nnz, const I* indptr, const I* indices,
+                    const T* data, const T* X, int64_t k, T* Y, int n_threads) {
+  // The structure is checked before any row is touched: the work split below binary-searches indptr.
+  if (int64_t(indptr[0]) != 0) return {SpmmStatus::kIndptrStart, 0, -1, int64_t(indptr[0])};
+  for (int64_t i = 0; i < n_rows; ++i)
+    if (indptr[i + 1] < indptr[i]) return {SpmmStatus::kIndptrDecreasing, i, -1, int64_t(indptr[i + 1])};
+  if (int64_t(indptr[n_rows]) != nnz) return {SpmmStatus::kIndptrEnd, n_rows, -1, int64_t(indptr[n_rows])};
+  if (n_rows == 0 || k == 0) return {};
+
+  int threads = 1;
+#ifdef _OPENMP
+  threads = n_threads > 0 ? n_threads : omp_get_max_threads();
+  if ((nnz + n_rows) * k < kParallelWork) threads = 1;
+  threads = int(std::min<int64_t>(threads, n_rows));
+#endif
+  if (threads <= 1) {
+    SpmmStatus st;
+    run_rows(0, n_rows, n_cols, indptr, indices, data, X, k, Y, &st);
+    return st;
+  }
+  std::vector<SpmmStatus> status(threads);
+  std::atomic<bool> failed{false};
+  const int64_t total = nnz + n_rows;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads)
+#endif
+  {
+    int t = 0;
+#ifdef _OPENMP
+    t = omp_get_thread_num();
+#endif
+    const int64_t r0 = row_at_work(indptr, n_rows, total * t / threads);
+    const int64_t r1 = t + 1 == threads ? n_rows : row_at_work(indptr, n_rows, total * (t + 1) / threads);
+    if (!run_rows(r0, r1, n_cols, indptr, indices, data, X, k, Y, &status[t]))
+      failed.store(true, std::memory_order_relaxed);
+  }
+  if (failed.load())
+    for (const auto& s : status)
+      if (!s.ok()) return s;  // the first failing block in row order
+  return {};
+}
+
+#define FASTNIPS_SPMM_INSTANTIATE(T, I)                                                               \
+  template SpmmStatus spmm_csr<T, I>(int64_t, int64_t, int64_t, const I*, const I*, const T*, const T*, \
+                                     int64_t, T*, int);
+FASTNIPS_SPMM_INSTANTIATE(float, int32_t)
+FASTNIPS_SPMM_INSTANTIATE(float, int64_t)
+FASTNIPS_SPMM_INSTANTIATE(double, int32_t)
+FASTNIPS_SPMM_INSTANTIATE(double, int64_t)
+#undef FASTNIPS_SPMM_INSTANTIATE
+
+}  // namespace fastnips::ops

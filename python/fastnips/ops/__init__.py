@@ -1,0 +1,10 @@
+"""Shared numerical operations used across fields (graph propagation, Tikhonov solves, pruning).
+
+* :func:`spmm` -- CSR sparse x dense multiply, every backend.
+"""
+
+from __future__ import annotations
+
+from .spmm import spmm
+
+__all__ = ["spmm"]
