@@ -180,8 +180,16 @@ def _from_matrix(A, X) -> _Csr:
 _FLOATS = ("float32", "float64")
 
 
+_DTYPE_NAMES: dict = {}
+
+
 def _dtype_name(a) -> str:
-    return str(a.dtype).replace("torch.", "")
+    """'float32', 'int64', ... for numpy, torch and cupy dtypes (str(dtype) is slow: cache it)."""
+    dt = a.dtype
+    name = _DTYPE_NAMES.get(dt)
+    if name is None:
+        name = _DTYPE_NAMES[dt] = str(dt).replace("torch.", "")
+    return name
 
 
 def _value_dtype(data, X) -> str:
