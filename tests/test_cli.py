@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import json
+import re
 
 from click.testing import CliRunner
 
+import fastnips
 from fastnips.cli import main
 
 
@@ -24,5 +26,38 @@ def test_info_text_lists_every_backend():
 def test_demo_runs_and_agrees():
     res = CliRunner().invoke(main, ["demo", "--n", "3000"])
     assert res.exit_code == 0, res.output
-    assert "spmm  reference  agrees" in res.output
+    assert re.search(r"^spmm\s+reference\s+agrees", res.output, re.M)
+    assert re.search(r"^spmm\s+cpp\s+agrees", res.output, re.M) or "cpp" not in fastnips.available_backends()
     assert "DIFFERS" not in res.output
+    assert re.search(r"^htc\s+\S+\s+agrees\s+instrument chain", res.output, re.M)
+    assert "bow: edges [] of [(0, 1)]" in res.output
+
+
+def test_htc_text_file(tmp_path):
+    p = tmp_path / "iv.txt"
+    p.write_text("n 3\n# instrumental variable\n0 -> 1\n1 -> 2\n1 <-> 2\n")
+    res = CliRunner().invoke(main, ["htc", str(p), "--edgewise", "--certificate"])
+    assert res.exit_code == 0, res.output
+    assert "htc: generically identifiable" in res.output
+    assert "edgewise: generically identifiable" in res.output
+    assert "no certificate of non-identifiability" in res.output
+
+
+def test_htc_json_report_for_the_bow(tmp_path):
+    p = tmp_path / "bow.json"
+    p.write_text(json.dumps({"n": 2, "directed": [[0, 1]], "bidirected": [[0, 1]]}))
+    res = CliRunner().invoke(main, ["htc", str(p), "--tian", "--json", "--certificate"])
+    assert res.exit_code == 0, res.output
+    report = json.loads(res.output)
+    assert report["htc_tian"]["identifiable"] is False
+    assert report["htc_tian"]["identified_nodes"] == [0]
+    assert report["htc_tian"]["unidentified_edges"] == [[0, 1]]
+    assert report["certified_nonidentifiable"] is True
+
+
+def test_htc_bad_file_names_the_line(tmp_path):
+    p = tmp_path / "bad.txt"
+    p.write_text("n 3\n0 -> 1\n1 -> x\n")
+    res = CliRunner().invoke(main, ["htc", str(p)])
+    assert res.exit_code != 0
+    assert ":3:" in res.output

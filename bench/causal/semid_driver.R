@@ -1,0 +1,170 @@
+# SEMID reference driver for the fastnips causal (HTC) benchmarks.
+#
+# SEMID is the CRAN package for generic identifiability of linear SEMs
+# (Barber, Drton, Weihs, Sturma; https://cran.r-project.org/package=SEMID).
+# It is NOT part of this repository. Install it from CRAN:
+#     Rscript -e 'install.packages("SEMID")'
+# or into a dedicated library and point FASTNIPS_SEMID_LIB at it:
+#     mkdir -p /opt/R-semid
+#     Rscript -e 'install.packages("SEMID", lib = "/opt/R-semid")'
+#     export FASTNIPS_SEMID_LIB=/opt/R-semid    # default when unset
+# SEMID needs igraph, R.oo, R.methodsS3 and R.utils; jsonlite is needed by this
+# driver (on Debian: apt-get install r-cran-igraph r-cran-r.oo r-cran-r.utils
+# r-cran-jsonlite).
+#
+# Usage:
+#     Rscript bench/causal/semid_driver.R IN.json OUT.json
+#
+# IN.json:
+#     {"functions": ["htcID", "htcID_tian", "graphID.htcID"],   # optional, default: all three
+#      "repeats": 5,                                             # optional, default 5
+#      "graphs": [{"id": "...", "n": N,
+#                  "directed":   [[i, j], ...],    # i -> j, 0-based
+#                  "bidirected": [[i, j], ...]},   # i <-> j, 0-based, either order
+#                 ...]}
+#
+# OUT.json: one record per (graph, function), in input order:
+#     [{"id": "...", "function": "htcID", "seconds": [..repeats..],
+#       "identified_nodes": [0-based, sorted], "identifiable": true}, ...]
+#
+# Functions:
+#     htcID          SEMID::htcID(MixedGraph(L, O), tianDecompose = FALSE)  (plain FDD HTC)
+#     htcID_tian     SEMID::htcID(MixedGraph(L, O))  (default: per Tian c-component)
+#     graphID.htcID  SEMID::graphID.htcID(L, O)      (original FDD code; returns 1-based nodes)
+# For htcID/htcID_tian a node is "identified" when all its incoming directed
+# edges are identified (no unsolved parents); parentless nodes count as
+# identified. "identifiable" means every node is identified.
+#
+# Timing: per (graph, function) one untimed warm-up call, then `repeats` timed
+# calls (wall clock via Sys.time(), microsecond resolution, rounded to 1e-6 s)
+# inside this R session. Input construction (L, O and the MixedGraph object)
+# is outside the timed region.
+# SEMID's MixedGraph is a mutable R.oo reference object that lazily caches
+# derived graphs (trek graph, flow graph, Tian components) on first use, so a
+# fresh MixedGraph is built (untimed) before every call; each timed call thus
+# measures the full work SEMID does for a newly given graph. No explicit gc()
+# is forced between calls: with R.oo objects (finalizers) a full gc() costs
+# ~50 ms, far more than SEMID itself on small graphs; R's automatic GC may
+# still run inside a timed call, as it would in any SEMID session.
+
+.libPaths(c(Sys.getenv("FASTNIPS_SEMID_LIB", "/opt/R-semid"), .libPaths()))
+
+suppressPackageStartupMessages({
+  library(SEMID)
+  library(jsonlite)
+})
+
+ALL_FUNCTIONS <- c("htcID", "htcID_tian", "graphID.htcID")
+
+edge_matrix <- function(edges, n, what, id) {
+  # edges: list of length-2 lists/vectors (0-based); returns k x 2 1-based matrix
+  if (is.null(edges) || length(edges) == 0) {
+    return(matrix(integer(0), ncol = 2))
+  }
+  if (!all(vapply(edges, length, integer(1)) == 2L)) {
+    stop(sprintf("graph %s: every %s edge must be a pair", id, what))
+  }
+  m <- matrix(as.integer(unlist(edges)), ncol = 2, byrow = TRUE)
+  if (any(m < 0) || any(m >= n)) {
+    stop(sprintf("graph %s: %s edge endpoint out of range [0, %d)", id, what, n))
+  }
+  if (any(m[, 1] == m[, 2])) {
+    stop(sprintf("graph %s: %s self-loop not allowed", id, what))
+  }
+  m + 1L
+}
+
+build_LO <- function(g) {
+  id <- as.character(g$id)
+  n <- as.integer(g$n)
+  if (length(n) != 1 || is.na(n) || n < 1) {
+    stop(sprintf("graph %s: n must be a positive integer", id))
+  }
+  D <- edge_matrix(g$directed, n, "directed", id)
+  B <- edge_matrix(g$bidirected, n, "bidirected", id)
+  L <- matrix(0, n, n)
+  O <- matrix(0, n, n)
+  L[D] <- 1
+  O[B] <- 1
+  O[B[, c(2, 1), drop = FALSE]] <- 1
+  list(id = id, n = n, L = L, O = O)
+}
+
+# Each runner: list(prepare = function(L, O) -> input (untimed),
+#                   call    = function(input) -> raw result (timed),
+#                   nodes   = function(raw, n) -> 1-based identified nodes)
+htc_nodes <- function(res, n) {
+  which(vapply(res$unsolvedParents, length, integer(1)) == 0L)
+}
+
+RUNNERS <- list(
+  "htcID" = list(
+    prepare = function(L, O) MixedGraph(L, O),
+    call = function(x) htcID(x, tianDecompose = FALSE),
+    nodes = htc_nodes
+  ),
+  "htcID_tian" = list(
+    prepare = function(L, O) MixedGraph(L, O),
+    call = function(x) htcID(x),
+    nodes = htc_nodes
+  ),
+  "graphID.htcID" = list(
+    prepare = function(L, O) list(L = L, O = O),
+    call = function(x) graphID.htcID(x$L, x$O),
+    nodes = function(res, n) as.integer(res)   # NULL -> integer(0)
+  )
+)
+
+run_one <- function(G, fname, repeats) {
+  r <- RUNNERS[[fname]]
+  # warm-up (untimed)
+  raw <- r$call(r$prepare(G$L, G$O))
+  nodes <- sort(unique(as.integer(r$nodes(raw, G$n))))
+  secs <- numeric(repeats)
+  for (k in seq_len(repeats)) {
+    input <- r$prepare(G$L, G$O)
+    t0 <- Sys.time()
+    raw_k <- r$call(input)
+    t1 <- Sys.time()
+    secs[k] <- round(as.numeric(difftime(t1, t0, units = "secs")), 6)
+    nodes_k <- sort(unique(as.integer(r$nodes(raw_k, G$n))))
+    if (!identical(nodes_k, nodes)) {
+      stop(sprintf("graph %s, %s: result changed between calls", G$id, fname))
+    }
+  }
+  list(
+    id = G$id,
+    "function" = fname,
+    seconds = I(secs),
+    identified_nodes = I(nodes - 1L),
+    identifiable = length(nodes) == G$n
+  )
+}
+
+main <- function(args) {
+  if (length(args) != 2) {
+    stop("usage: Rscript semid_driver.R IN.json OUT.json")
+  }
+  spec <- fromJSON(args[[1]], simplifyVector = FALSE)
+  fns <- if (is.null(spec$functions)) ALL_FUNCTIONS else as.character(unlist(spec$functions))
+  bad <- setdiff(fns, ALL_FUNCTIONS)
+  if (length(bad) > 0) {
+    stop(sprintf("unknown function(s): %s (known: %s)",
+                 paste(bad, collapse = ", "), paste(ALL_FUNCTIONS, collapse = ", ")))
+  }
+  repeats <- if (is.null(spec$repeats)) 5L else as.integer(spec$repeats)
+  if (length(repeats) != 1 || is.na(repeats) || repeats < 1) {
+    stop("repeats must be a positive integer")
+  }
+  out <- list()
+  for (g in spec$graphs) {
+    G <- build_LO(g)
+    for (fname in fns) {
+      out[[length(out) + 1]] <- run_one(G, fname, repeats)
+    }
+  }
+  writeLines(toJSON(out, auto_unbox = TRUE, digits = NA), args[[2]])
+  invisible(NULL)
+}
+
+main(commandArgs(trailingOnly = TRUE))
