@@ -1,44 +1,34 @@
-"""Turn a pytest-benchmark JSON file into the markdown tables of bench/README.md.
+"""Turn pytest-benchmark JSON files into the markdown tables of bench/README.md.
 
     python bench/report.py out.json [more.json ...]
 
-One table per benchmark group: median, IQR, and the ratio of each row's median to the fastest
-non-memcpy row. Where a group records ``traffic_bytes``, achieved GB/s is shown too (bytes / median).
+One table per benchmark group: median, IQR, and the ratio of each row's median to the fastest row
+(memory-copy rows excluded). Where a row records ``traffic_bytes``, achieved GB/s (bytes / median) is
+shown; where it records ``inner_median_s`` (a peer timed inside its own process, e.g. SEMID inside R),
+that median is used and marked "in R". Groups named ``<name> <family> n=<N>`` also get a log-log slope
+table (least squares of log median on log n over n = 100 ... 1600).
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
 import sys
 from collections import defaultdict
 
 
 def rows_of(path):
-    data = json.load(open(path))
-    label = data.get("machine_info", {}).get("node", "") + " " + data.get("datetime", "")[:10]
+    with open(path) as fh:
+        data = json.load(fh)
     for b in data["benchmarks"]:
         impl = b["params"].get("impl") or b["name"]
-        threads = b.get("extra_info", {}).get("omp_num_threads", "?")
-        yield b["group"], impl, threads, b["stats"], b.get("extra_info", {}), label
+        extra = b.get("extra_info", {})
+        yield b["group"], impl, extra.get("omp_num_threads", "?"), b["stats"], extra
 
 
-def main(paths):
-    groups = defaultdict(list)
-    for p in paths:
-        for g, impl, threads, stats, extra, _label in rows_of(p):
-            groups[g].append((impl, threads, stats, extra))
-    for g in sorted(groups):
-        rows = groups[g]
-        real = [r for r in rows if r[0] != "memcpy"]
-        best = min(r[2]["median"] for r in real) if real else None
-        print(f"\n**{g}**\n")
-        print("| impl | threads | median | IQR | vs fastest | GB/s |")
-        print("|---|---|---|---|---|---|")
-        for impl, threads, st, extra in sorted(rows, key=lambda r: (r[1], r[2]["median"])):
-            med = st["median"]
-            ratio = f"{med / best:.2f}x" if best and impl != "memcpy" else ""
-            gbs = f"{extra['traffic_bytes'] / med / 1e9:.1f}" if "traffic_bytes" in extra else ""
-            print(f"| {impl} | {threads} | {fmt(med)} | {fmt(st['iqr'])} | {ratio} | {gbs} |")
+def median_of(stats, extra) -> float:
+    return extra.get("inner_median_s", stats["median"])
 
 
 def fmt(sec: float) -> str:
@@ -47,6 +37,58 @@ def fmt(sec: float) -> str:
     if sec >= 1e-3:
         return f"{sec * 1e3:.2f} ms"
     return f"{sec * 1e6:.1f} µs"
+
+
+def group_key(g: str):
+    m = re.match(r"^(.*) n=(\d+)(.*)$", g)
+    return (m.group(1), int(m.group(2)), m.group(3)) if m else (g, 0, "")
+
+
+def main(paths):
+    groups = defaultdict(list)
+    for p in paths:
+        for g, impl, threads, stats, extra in rows_of(p):
+            groups[g].append((impl, threads, stats, extra))
+    for g in sorted(groups, key=group_key):
+        rows = groups[g]
+        real = [median_of(r[2], r[3]) for r in rows if r[0] != "memcpy"]
+        best = min(real) if real else None
+        print(f"\n**{g}**\n")
+        print("| impl | threads | median | IQR | vs fastest | GB/s |")
+        print("|---|---|---|---|---|---|")
+        for impl, threads, st, extra in sorted(rows, key=lambda r: (r[1], median_of(r[2], r[3]))):
+            med = median_of(st, extra)
+            inner = "inner_median_s" in extra
+            ratio = f"{med / best:.2f}x" if best and impl != "memcpy" else ""
+            gbs = f"{extra['traffic_bytes'] / med / 1e9:.1f}" if "traffic_bytes" in extra else ""
+            iqr = "" if inner else fmt(st["iqr"])
+            print(f"| {impl} | {threads} | {fmt(med)}{' (in R)' if inner else ''} | {iqr} | {ratio} | {gbs} |")
+    slopes(groups)
+
+
+def slopes(groups, lo: int = 100, hi: int = 1600):
+    series = defaultdict(dict)
+    for g, rows in groups.items():
+        name, n, _ = group_key(g)
+        if not n or not lo <= n <= hi:
+            continue
+        for impl, threads, st, extra in rows:
+            series[(name, impl, threads)][n] = median_of(st, extra)
+    fits = []
+    for (name, impl, threads), pts in sorted(series.items()):
+        if len(pts) < 3:
+            continue
+        xs = [math.log(n) for n in pts]
+        ys = [math.log(t) for t in pts.values()]
+        mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+        slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+        fits.append((name, impl, threads, min(pts), max(pts), slope))
+    if fits:
+        print(f"\n**log-log slopes of the median time over n = {lo} ... {hi}**\n")
+        print("| family | impl | threads | n range | slope |")
+        print("|---|---|---|---|---|")
+        for name, impl, threads, a, b, s in fits:
+            print(f"| {name} | {impl} | {threads} | {a}–{b} | {s:.2f} |")
 
 
 if __name__ == "__main__":
