@@ -13,6 +13,9 @@
 
 #ifdef _OPENMP
 #include <omp.h>
+#define FASTNIPS_HTC_OMP(x) _Pragma(#x)
+#else
+#define FASTNIPS_HTC_OMP(x)
 #endif
 
 namespace fastnips::causal {
@@ -230,6 +233,7 @@ struct Graph {
   std::vector<u64> pam;   // n*W: pa(v)
   std::vector<i32> scc;   // SCC id per node (Tarjan completion order = reverse topological order)
   int nscc = 0;
+  std::vector<i32> scc_off, scc_mem;  // members of SCC c: scc_mem[scc_off[c] .. scc_off[c+1])
   int npa(int v) const { return pa_off[v + 1] - pa_off[v]; }
   const u64* htr_row(int v) const { return htr.data() + size_t(v) * W; }
   const u64* sib_row(int v) const { return sibm.data() + size_t(v) * W; }
@@ -270,6 +274,8 @@ void build_csr(int n, const std::vector<std::pair<i32, i32>>& key_eid, const std
 void validate(int n, const i32* dir, i64 nd, const i32* bi, i64 nb) {
   if (n < 0) throw std::invalid_argument("htc: n must be >= 0");
   if (nd < 0 || nb < 0) throw std::invalid_argument("htc: edge counts must be >= 0");
+  if (nd > i64(0x7FFFFFFF) || 2 * nb > i64(0x7FFFFFFF))
+    throw std::invalid_argument("htc: too many edges (at most 2^31-1 directed, 2^30-1 bidirected)");
   if ((nd > 0 && dir == nullptr) || (nb > 0 && bi == nullptr))
     throw std::invalid_argument("htc: null edge buffer");
   std::vector<u64> keys;
@@ -352,6 +358,7 @@ int tarjan_scc(const Graph& g, std::vector<i32>& comp) {
 }
 
 Graph build_graph(int n, const i32* dir, i64 nd, const i32* bi, i64 nb, bool par) {
+  (void)par;
   Graph g;
   g.n = n;
   g.W = (n + 63) / 64;
@@ -395,13 +402,16 @@ Graph build_graph(int n, const i32* dir, i64 nd, const i32* bi, i64 nb, bool par
   g.nscc = tarjan_scc(g, g.scc);
   {
     const int nc = g.nscc, W = g.W;
-    std::vector<i32> c_off(size_t(nc) + 1, 0), c_mem(n);
-    for (int v = 0; v < n; ++v) ++c_off[g.scc[v] + 1];
-    for (int c = 0; c < nc; ++c) c_off[c + 1] += c_off[c];
+    g.scc_off.assign(size_t(nc) + 1, 0);
+    g.scc_mem.resize(n);
+    for (int v = 0; v < n; ++v) ++g.scc_off[g.scc[v] + 1];
+    for (int c = 0; c < nc; ++c) g.scc_off[c + 1] += g.scc_off[c];
     {
-      std::vector<i32> pos(c_off.begin(), c_off.end() - 1);
-      for (int v = 0; v < n; ++v) c_mem[pos[g.scc[v]]++] = v;
+      std::vector<i32> pos(g.scc_off.begin(), g.scc_off.end() - 1);
+      for (int v = 0; v < n; ++v) g.scc_mem[pos[g.scc[v]]++] = v;
     }
+    const std::vector<i32>& c_off = g.scc_off;
+    const std::vector<i32>& c_mem = g.scc_mem;
     std::vector<u64> des(size_t(nc) * W, 0);
     for (int c = 0; c < nc; ++c) {  // Tarjan ids: every SCC reachable from c has a smaller id
       u64* dc = des.data() + size_t(c) * W;
@@ -416,7 +426,7 @@ Graph build_graph(int n, const i32* dir, i64 nd, const i32* bi, i64 nb, bool par
         }
       }
     }
-#pragma omp parallel for schedule(static) if (par)
+FASTNIPS_HTC_OMP(omp parallel for schedule(static) if (par))
     for (int v = 0; v < n; ++v) {
       u64* row = g.htr.data() + size_t(v) * W;
       const u64* dv = des.data() + size_t(g.scc[v]) * W;
@@ -488,6 +498,7 @@ struct MMatrix {
 
 template <class F>
 MMatrix<F> compute_M(const F& f, const Graph& g, u64 seed, bool par) {
+  (void)par;
   const int n = g.n;
   MMatrix<F> R;
   R.colidx.assign(n, -1);
@@ -506,13 +517,8 @@ MMatrix<F> compute_M(const F& f, const Graph& g, u64 seed, bool par) {
 
   const std::vector<i32>& comp = g.scc;
   const int nc = g.nscc;
-  std::vector<i32> c_off(size_t(nc) + 1, 0), c_mem(n);
-  for (int v = 0; v < n; ++v) ++c_off[comp[v] + 1];
-  for (int c = 0; c < nc; ++c) c_off[c + 1] += c_off[c];
-  {
-    std::vector<i32> pos(c_off.begin(), c_off.end() - 1);
-    for (int v = 0; v < n; ++v) c_mem[pos[comp[v]]++] = v;
-  }
+  const std::vector<i32>& c_off = g.scc_off;
+  const std::vector<i32>& c_mem = g.scc_mem;
   // LU factorizations P (I - Lambda_CC) = L U of nontrivial SCCs (partial pivoting on any nonzero),
   // resampling Lambda_CC while singular mod p. Stored per SCC as an s x s array: below the diagonal -L,
   // on it d_i = 1/U_ii, above it -d_i U_ij; plus the row order lu_pr (position i holds local row lu_pr[i]).
@@ -612,11 +618,11 @@ MMatrix<F> compute_M(const F& f, const Graph& g, u64 seed, bool par) {
     maxdeg = std::max(maxdeg, size_t(g.sb_off[v + 1] - g.sb_off[v]) + 1);
   }
   maxdeg = std::max(maxdeg, size_t(smax) + 1);
-#pragma omp parallel if (par && nstripes > 1)
+FASTNIPS_HTC_OMP(omp parallel if (par && nstripes > 1))
   {
     std::vector<u64> Rbuf(size_t(smax) * stripe), Ybuf(size_t(smax) * stripe), coef(maxdeg);
     std::vector<const u64*> rows(maxdeg);
-#pragma omp for schedule(dynamic, 1)
+FASTNIPS_HTC_OMP(omp for schedule(dynamic, 1))
     for (int st = 0; st < nstripes; ++st) {
       const int c0 = st * stripe, c1 = std::min(m, c0 + stripe), w = c1 - c0;
       // out[0..w) = e_k + sum_{k->c, comp[c] != skip} lambda_kc B[c, c0..c1)
@@ -676,11 +682,11 @@ MMatrix<F> compute_M(const F& f, const Graph& g, u64 seed, bool par) {
 
   // M = Omega B, row by row
   R.M.assign(size_t(n) * m, 0);
-#pragma omp parallel if (par)
+FASTNIPS_HTC_OMP(omp parallel if (par))
   {
     std::vector<u64> coef(maxdeg);
     std::vector<const u64*> rows(maxdeg);
-#pragma omp for schedule(dynamic, 16)
+FASTNIPS_HTC_OMP(omp for schedule(dynamic, 16))
     for (int y = 0; y < n; ++y) {
       int nt = 0;
       coef[nt] = om_d[y];
@@ -811,9 +817,9 @@ struct Basis {
       u64* bi = b.data() + size_t(i) * k + r;
       const u64 t0 = bi[0];
       if (!t0) continue;
-      const u64 nt = f.neg(t0);
+      const u64 nt0 = f.neg(t0);
       bi[0] = 0;
-      for (int t = 1; t < nf; ++t) bi[t] = f.muladd(bi[t], nt, y[t]);
+      for (int t = 1; t < nf; ++t) bi[t] = f.muladd(bi[t], nt0, y[t]);
     }
     b.resize(size_t(r + 1) * k);
     u64* nr = b.data() + size_t(r) * k;
@@ -903,13 +909,8 @@ struct FlowSolver {
   explicit FlowSolver(const Graph& g_) : g(g_), n(g_.n), W(g_.W), st(size_t(g_.n)) {
     // ancestors per SCC in topological order (decreasing Tarjan id)
     const int nc = g.nscc;
-    std::vector<i32> c_off(size_t(nc) + 1, 0), c_mem(n);
-    for (int v = 0; v < n; ++v) ++c_off[g.scc[v] + 1];
-    for (int c = 0; c < nc; ++c) c_off[c + 1] += c_off[c];
-    {
-      std::vector<i32> pos(c_off.begin(), c_off.end() - 1);
-      for (int v = 0; v < n; ++v) c_mem[pos[g.scc[v]]++] = v;
-    }
+    const std::vector<i32>& c_off = g.scc_off;
+    const std::vector<i32>& c_mem = g.scc_mem;
     std::vector<u64> ac(size_t(nc) * W, 0);
     for (int c = nc - 1; c >= 0; --c) {
       u64* t = ac.data() + size_t(c) * W;
@@ -1130,29 +1131,69 @@ void htc_fixpoint(const Graph& g, Solver& sol, HtcResult& res, bool par) {
       todo.push_back(v);
     }
   }
-  const std::vector<uint8_t> solved0 = res.solved;
+  const int W = g.W;
+  // rel(v) = {a : htrFrom(a) ∩ pa(v) != ∅}: the only rows that can be nonzero on pa(v); the others are
+  // never offered. hanc(p) = {a : p in htrFrom(a)} = An(p) ∪ sib(An(p)), per SCC in topological order.
+  std::vector<u64> rel(size_t(n) * W, 0);
+  {
+    const int nc = g.nscc;
+    const std::vector<i32>& c_off = g.scc_off;
+    const std::vector<i32>& c_mem = g.scc_mem;
+    std::vector<u64> ha(size_t(nc) * W, 0);
+    for (int c = nc - 1; c >= 0; --c) {
+      u64* t = ha.data() + size_t(c) * W;
+      for (i32 i = c_off[c]; i < c_off[c + 1]; ++i) {
+        const i32 x = c_mem[i];
+        sb(t, x);
+        const u64* sx = g.sib_row(x);
+        for (int w = 0; w < W; ++w) t[w] |= sx[w];
+        for (i32 e = g.pa_off[x]; e < g.pa_off[x + 1]; ++e) {
+          const i32 pc = g.scc[g.pa[e]];
+          if (pc == c) continue;
+          const u64* t2 = ha.data() + size_t(pc) * W;
+          for (int w = 0; w < W; ++w) t[w] |= t2[w];
+        }
+      }
+    }
+FASTNIPS_HTC_OMP(omp parallel for schedule(static) if (par))
+    for (int v = 0; v < n; ++v) {
+      u64* rv = rel.data() + size_t(v) * W;
+      for (i32 e = g.pa_off[v]; e < g.pa_off[v + 1]; ++e) {
+        const u64* t = ha.data() + size_t(g.scc[g.pa[e]]) * W;
+        for (int w = 0; w < W; ++w) rv[w] |= t[w];
+      }
+    }
+  }
+  std::vector<u64> p0(W, 0);
+  for (int v = 0; v < n; ++v)
+    if (res.solved[v]) sb(p0.data(), v);
+  const u64 last_mask = (n & 63) ? ((u64(1) << (n & 63)) - 1) : ~u64(0);
   std::vector<uint8_t> full(n, 0);
   i64 tests = 0;
   const int nt = int(todo.size());
-#pragma omp parallel if (par && nt > 1) reduction(+ : tests)
+FASTNIPS_HTC_OMP(omp parallel if (par && nt > 1) reduction(+ : tests))
   {
     auto buf = sol.make_buf();
-#pragma omp for schedule(dynamic, 1)
+FASTNIPS_HTC_OMP(omp for schedule(dynamic, 1))
     for (int t = 0; t < nt; ++t) {
       const int v = todo[t];
       sol.begin(v);
       const u64* hv = g.htr_row(v);
       const u64* sv = g.sib_row(v);
-      for (int a = 0; a < n; ++a) {
-        if (tb(hv, a) && !(solved0[a] && !tb(sv, a))) continue;
-        ++tests;
-        if (sol.insert(v, a, buf) == 2) {
-          full[v] = 1;
-          break;
+      const u64* rv = rel.data() + size_t(v) * W;
+      // initially allowed: (V \ htrFrom(v)) ∪ (parentless \ sib(v)), ascending
+      for (int w = 0; w < W && !full[v]; ++w) {
+        u64 bits = rv[w] & (~hv[w] | (p0[w] & ~sv[w]));
+        if (w == W - 1) bits &= last_mask;
+        while (bits) {
+          const int a = (w << 6) + __builtin_ctzll(bits);
+          bits &= bits - 1;
+          ++tests;
+          if (sol.insert(v, a, buf) == 2) {
+            full[v] = 1;
+            break;
+          }
         }
-      }
-      if (full[v]) {
-        // keep only what is needed; sources() still works for both solvers (src kept)
       }
     }
   }
@@ -1180,18 +1221,20 @@ void htc_fixpoint(const Graph& g, Solver& sol, HtcResult& res, bool par) {
     const size_t end = queue.size();
     const int nu = int(unsolved.size());
     const bool ppar = par && i64(nu) * i64(end - head) >= 4096;
+    (void)ppar;
     i64 t2 = 0;
-#pragma omp parallel if (ppar) reduction(+ : t2)
+FASTNIPS_HTC_OMP(omp parallel if (ppar) reduction(+ : t2))
     {
       auto buf = sol.make_buf();
-#pragma omp for schedule(dynamic, 1)
+FASTNIPS_HTC_OMP(omp for schedule(dynamic, 1))
       for (int t = 0; t < nu; ++t) {
         const int v = unsolved[t];
         const u64* hv = g.htr_row(v);
         const u64* sv = g.sib_row(v);
+        const u64* rv = rel.data() + size_t(v) * W;
         for (size_t q = head; q < end; ++q) {
           const int u = queue[q];
-          if (!tb(hv, u) || tb(sv, u)) continue;
+          if (!tb(hv, u) || tb(sv, u) || !tb(rv, u)) continue;
           ++t2;
           if (sol.insert(v, u, buf) == 2) {
             by[v] = i64(q);
@@ -1415,13 +1458,8 @@ void edgewise_run(const F& f, const Graph& g, u64 seed, EdgewiseResult& res, boo
   std::vector<u64> tr(size_t(n) * W, 0);
   {
     const int nc = g.nscc;
-    std::vector<i32> c_off(size_t(nc) + 1, 0), c_mem(n);
-    for (int v = 0; v < n; ++v) ++c_off[g.scc[v] + 1];
-    for (int c = 0; c < nc; ++c) c_off[c + 1] += c_off[c];
-    {
-      std::vector<i32> pos(c_off.begin(), c_off.end() - 1);
-      for (int v = 0; v < n; ++v) c_mem[pos[g.scc[v]]++] = v;
-    }
+    const std::vector<i32>& c_off = g.scc_off;
+    const std::vector<i32>& c_mem = g.scc_mem;
     std::vector<u64> tc(size_t(nc) * W, 0);
     for (int c = nc - 1; c >= 0; --c) {
       u64* t = tc.data() + size_t(c) * W;
@@ -1596,7 +1634,7 @@ std::vector<HtcResult> htc_identify_many(const std::vector<int32_t>& ns, const i
       throw std::invalid_argument("htc_identify_many: offsets must start >= 0 and be nondecreasing");
   }
   std::vector<std::exception_ptr> errs(static_cast<size_t>(G));
-#pragma omp parallel for schedule(dynamic)
+FASTNIPS_HTC_OMP(omp parallel for schedule(dynamic))
   for (i64 i = 0; i < G; ++i) {
     try {
       const i64 d0 = dir_offsets[i], d1 = dir_offsets[i + 1];

@@ -1,5 +1,6 @@
 // Half-trek criterion (HTC) and edgewise identification (EID) for linear SEMs on mixed graphs.
 // Plain C++17, std only (OpenMP optional): no Python, no pybind11. The binding lives in csrc/bindings.cpp.
+// Needs GCC or Clang (unsigned __int128, __builtin_ctzll).
 //
 // Semantics follow SEMID 0.4.2 (github.com/Lucaweihs/SEMID) exactly; see shared/notes/htc.md.
 //   * htrFrom(v) (SEMID convention) = {v} ∪ sib(v) ∪ directed descendants of {v} ∪ sib(v).
@@ -13,23 +14,29 @@
 //     subset enumeration through the unique maximal good edge set per node (notes §1.4(4)).
 //
 // Methods (HTC only; edgewise always uses the randomized rank method):
-//   kRandomized  M = Omega (I-Lambda)^{-1} over F_p with random nonzero parameters (one matrix per run;
-//                (I-Lambda) is inverted strongly-connected-component by component, so a DAG costs
-//                O(|D|*m), m = #nodes with a child). "v solvable" <=> rank M[A_v, pa(v)] = |pa(v)|,
-//                tracked with one incremental reduced-row-echelon basis per unsolved node; rows are
-//                offered when they become allowed (each (v, a) at most once) and pre-screened by a dot
-//                product with a random null-space vector (O(|pa(v)|) per rejected row).
-//                ERROR IS ONE-SIDED: every reported "solved" is certified by an exact nonsingular
-//                |pa(v)|x|pa(v)| minor mod p, which proves the half-trek system exists. A node may be
-//                missed with probability <= (2n+1)/(p-1) per row test (Schwartz-Zippel, degree <= 2n
-//                determinant plus the random null-space screen), i.e. <= ~n^3/p overall: ~2^-31 at
-//                n = 1000 with the default p = 2^61-1. Time O(n*sum_v|pa(v)| + sum_v |pa(v)|^3 + n*|D|)
-//                <= O(n^4), O(n^2) when in-degrees are bounded. Memory: the n x m matrix M (8 bytes per
-//                entry) plus one |pa(v)| x rank basis per node that is still unsolved.
+//   kRandomized  M = Omega (I-Lambda)^{-1} over F_p with random nonzero parameters, one matrix per run,
+//                restricted to the m columns of nodes that have a child. (I-Lambda) is inverted strongly
+//                connected component by component (LU per SCC), so a DAG costs O((|D|+|B|+n) m).
+//                "v solvable" <=> rank M[A_v, pa(v)] = |pa(v)| (FDD Lemma 2), tracked with one incremental
+//                reduced-row-echelon basis per unsolved node: every row is offered once, when it becomes
+//                allowed; rows already in the span are rejected by exact reduction or, after one such
+//                rejection, by a dot product with a random null-space vector until the next pivot.
+//                Y_v = the rows that became pivots.
+//                ERROR IS ONE-SIDED: every reported "solved" is certified by an exactly computed
+//                nonsingular |pa(v)| x |pa(v)| minor mod p, which proves the half-trek system exists (the
+//                minor is a nonzero evaluation of a rational function). A solvable node is missed only if a
+//                minor (numerator degree <= n, Cauchy-Binet + Jacobi) vanishes at the random point or a
+//                null-space screen errs (1/p per screened row): <= ~2 n^2 / (p-1) for the whole run by a
+//                union bound, ~2^-40 at n = 1000 with the default p = 2^61-1. A small prime (e.g. 101)
+//                only loses nodes. Time O((|D|+|B|+n) m + sum_C |C|^2 m + n*sum_v|pa(v)| +
+//                sum_v |pa(v)|^3) <= O(n^4) (C = SCCs); O(n^2) for a DAG with bounded in-degree.
+//                Memory: 8 n m bytes for M (plus the same transiently for (I-Lambda)^{-1}) and one
+//                |pa(v)| x rank basis per node while it is unsolved.
 //   kMaxFlow     exact and deterministic: one unit-capacity, vertex-split flow network per unsolved node,
-//                kept across rounds; each newly allowed source triggers one augmenting-path search, and
-//                vertices proven dead since the last augmentation are never re-scanned. Time
-//                O(sum_v (|pa(v)|+1) (n+|D|+|B|)) <= O(n^4). Memory ~12.4 n^2 bytes at most.
+//                kept across rounds; each newly allowed source triggers one augmenting-path search; vertices
+//                that cannot reach pa(v) at all, or that a failed search proved dead since the last
+//                augmentation, are never re-scanned. Time O(sum_v (|pa(v)|+1) (n+|D|+|B|)) <= O(n^4).
+//                Memory ~12 bytes * n * (#unsolved nodes) at most. Y_v = the sources carrying flow.
 //   Both methods return the same solved set (deterministic vs. one-sided randomized); Y_v may differ.
 //
 // Input: directed = 2*n_dir int32 (tail0, head0, tail1, head1, ...), bidirected = 2*n_bi int32 pairs
@@ -75,8 +82,10 @@ struct HtcResult {
   std::vector<std::vector<int32_t>> sources;  // per node v: the HTC source set Y_v (|Y_v| = |pa(v)|, sorted)
                                               // used to solve it; empty if parentless or unsolved
   int32_t rounds = 0;            // Jacobi fixpoint passes that solved at least one node (= max of `level`)
-  int64_t tests = 0;             // elementary tests: kRandomized = rows offered to a basis,
-                                 // kMaxFlow = augmenting-path searches (not comparable across methods)
+  int64_t tests = 0;             // (v, a) pairs tested: a row a offered to v's basis (kRandomized) or a
+                                 // source a added to v's flow network (kMaxFlow). Pairs with htrFrom(a) ∩
+                                 // pa(v) = ∅ (structurally zero rows) are skipped and not counted, so both
+                                 // methods report the same count when they pick the same rows.
   std::vector<int32_t> level;    // per node: Jacobi pass in which it was solved (0 = parentless, 1 = solved
                                  // from the initial allowed sets, ...); -1 if unsolved
   // ---- tian mode only (both empty when opt.tian == false) ----
@@ -117,6 +126,8 @@ struct EdgewiseResult {
 // (always the randomized rank method with opt.seed / opt.prime; same one-sided error as above: every
 // reported edge is certified). Per node and pass the unique maximal good set S* is found by at most
 // |U| rank computations (U = unsolved parents), instead of SEMID's enumeration of 2^|U| subsets.
+// Time per pass O(n^3/64 + sum_v |U_v| (n |U_v| + |U_v|^3)) after the O(n^2 m)-or-less matrix M; the
+// number of passes is at most the number of steps + 1 (a pass that identifies nothing ends the loop).
 EdgewiseResult edgewise_identify(int32_t n, const int32_t* directed, int64_t n_dir,
                                  const int32_t* bidirected, int64_t n_bi, const HtcOptions& opt);
 
