@@ -37,7 +37,8 @@ bool in_parallel() {
 }
 
 // Threads inside one call only when not already inside a parallel region (htc_identify_many) and the
-// work (~ (n + |D| + |B|) * n for the matrix M alone) dwarfs the cost of a few parallel regions.
+// work (~ (n + |D|) * n for the matrix M, (n + |D| + |B|) * n / 64 for the graph bitsets) dwarfs the cost of
+// a few parallel regions.
 bool use_threads(std::int64_t n, std::int64_t n_dir, std::int64_t n_bi) {
   return !in_parallel() && n >= 128 && (n + n_dir + n_bi) * n >= (std::int64_t(1) << 22);
 }
@@ -444,9 +445,12 @@ FASTNIPS_HTC_OMP(omp parallel for schedule(static) if (par))
 // M = Omega (I - Lambda)^{-1} mod p, restricted to the columns of nodes that have a child (only those
 // columns are ever read: they are the parents). Row-major n x m; colidx[w] = column of w or -1.
 //
-// B = (I-Lambda)^{-1} satisfies B = I + Lambda B, i.e. B[k,:] = e_k + sum_{k->c} lambda_kc B[c,:]. Rows are
-// computed SCC by SCC in reverse topological order; inside a nontrivial SCC C,
-// B[C,:] = (I - Lambda_CC)^{-1} (E_C + Lambda_{C,out} B[out,:]). Cost O(|D| m + sum_C (|C|^2 m + |C|^3)).
+// Column recurrence: M (I - Lambda) = Omega, i.e. M[:,k] = Omega[:,k] + sum_{j->k} lambda_jk M[:,j] (the
+// parents j of k all have a child, so the recurrence is closed over the m stored columns). Columns are
+// computed SCC by SCC in topological order of the condensation; inside a nontrivial SCC C,
+// (I - Lambda_CC)^T M[:,C]^T = (Omega[:,C] + M[:,out] Lambda_{out,C})^T (one LU per SCC). Columns are built
+// as rows of Mt = M^T and transposed once at the end. Cost O(n (|D| + m + sum_C |C|^2) + |B| + sum_C |C|^3)
+// (Omega is sparse: O(n + |B|) to add).
 // out[0..w) = sum_t coef[t] * rows[t][0..w), with the accumulators of 4 columns in registers and one
 // reduction per F::kBatch terms.
 template <class F>
@@ -519,9 +523,11 @@ MMatrix<F> compute_M(const F& f, const Graph& g, u64 seed, bool par) {
   const int nc = g.nscc;
   const std::vector<i32>& c_off = g.scc_off;
   const std::vector<i32>& c_mem = g.scc_mem;
-  // LU factorizations P (I - Lambda_CC) = L U of nontrivial SCCs (partial pivoting on any nonzero),
-  // resampling Lambda_CC while singular mod p. Stored per SCC as an s x s array: below the diagonal -L,
-  // on it d_i = 1/U_ii, above it -d_i U_ij; plus the row order lu_pr (position i holds local row lu_pr[i]).
+  // LU factorizations P A = L U of A = (I - Lambda_CC)^T for nontrivial SCCs (partial pivoting on any
+  // nonzero), resampling Lambda_CC while singular mod p. Row i of A: 1 on the diagonal, -lambda_{jk} at
+  // column loc[j] for each parent j in C of k = mem[i]. Stored per SCC as an s x s array: below the
+  // diagonal -L, on it d_i = 1/U_ii, above it -d_i U_ij; plus the row order lu_pr (position i holds local
+  // row lu_pr[i]).
   std::vector<i64> lu_off(size_t(nc) + 1, 0), pr_off(size_t(nc) + 1, 0);
   for (int c = 0; c < nc; ++c) {
     const i64 s = c_off[c + 1] - c_off[c];
@@ -554,9 +560,9 @@ MMatrix<F> compute_M(const F& f, const Graph& g, u64 seed, bool par) {
         prow[i] = i;
         A[size_t(i) * s + i] = 1;
         const i32 k = mem[i];
-        for (i32 e = g.ch_off[k]; e < g.ch_off[k + 1]; ++e) {
-          const i32 cc = g.ch[e];
-          if (comp[cc] == c) A[size_t(i) * s + loc[cc]] = f.neg(lam_e[g.ch_eid[e]]);
+        for (i32 e = g.pa_off[k]; e < g.pa_off[k + 1]; ++e) {
+          const i32 pp = g.pa[e];
+          if (comp[pp] == c) A[size_t(i) * s + loc[pp]] = f.neg(lam_e[g.pa_eid[e]]);
         }
       }
       ok = true;
@@ -600,54 +606,56 @@ MMatrix<F> compute_M(const F& f, const Graph& g, u64 seed, bool par) {
     }
   }
 
-  // B, computed in column stripes (columns are independent), parallel over stripes
-  std::vector<u64> B(size_t(n) * m);
+  // Mt = M^T (m x n, row colidx[k] = column k of M), computed in stripes of its n columns (= rows of M,
+  // which are independent), parallel over stripes.
+  std::vector<u64> Mt(size_t(m) * n);
   int nthreads = 1;
 #ifdef _OPENMP
   if (par) nthreads = omp_get_max_threads();
 #endif
-  int stripe = m;
+  int stripe = n;
   if (nthreads > 1) {
-    stripe = std::max(32, std::min(512, (m + 4 * nthreads - 1) / (4 * nthreads)));
+    stripe = std::max(32, std::min(512, (n + 4 * nthreads - 1) / (4 * nthreads)));
     stripe = (stripe + 7) / 8 * 8;
   }
-  const int nstripes = (m + stripe - 1) / stripe;
+  const int nstripes = (n + stripe - 1) / stripe;
   size_t maxdeg = 1;
-  for (int v = 0; v < n; ++v) {
-    maxdeg = std::max(maxdeg, size_t(g.ch_off[v + 1] - g.ch_off[v]));
-    maxdeg = std::max(maxdeg, size_t(g.sb_off[v + 1] - g.sb_off[v]) + 1);
-  }
-  maxdeg = std::max(maxdeg, size_t(smax) + 1);
+  for (int v = 0; v < n; ++v) maxdeg = std::max(maxdeg, size_t(g.pa_off[v + 1] - g.pa_off[v]));
+  maxdeg = std::max(maxdeg, size_t(smax)) + 1;
+  auto mt_row = [&](i32 k) { return Mt.data() + size_t(R.colidx[k]) * n; };
 FASTNIPS_HTC_OMP(omp parallel if (par && nstripes > 1))
   {
     std::vector<u64> Rbuf(size_t(smax) * stripe), Ybuf(size_t(smax) * stripe), coef(maxdeg);
     std::vector<const u64*> rows(maxdeg);
 FASTNIPS_HTC_OMP(omp for schedule(dynamic, 1))
     for (int st = 0; st < nstripes; ++st) {
-      const int c0 = st * stripe, c1 = std::min(m, c0 + stripe), w = c1 - c0;
-      // out[0..w) = e_k + sum_{k->c, comp[c] != skip} lambda_kc B[c, c0..c1)
-      auto row_into = [&](i32 k, int skip_comp, u64* out) {
+      const int r0 = st * stripe, r1 = std::min(n, r0 + stripe), w = r1 - r0;
+      // out[0..w) = Omega[r0..r1, k] + sum_{j->k, comp[j] != skip} lambda_jk M[r0..r1, j]
+      auto col_into = [&](i32 k, int skip_comp, u64* out) {
         int nt = 0;
-        for (i32 e = g.ch_off[k]; e < g.ch_off[k + 1]; ++e) {
-          const i32 cc = g.ch[e];
-          if (comp[cc] == skip_comp) continue;
-          coef[nt] = lam_e[g.ch_eid[e]];
-          rows[nt] = B.data() + size_t(cc) * m + c0;
+        for (i32 e = g.pa_off[k]; e < g.pa_off[k + 1]; ++e) {
+          const i32 pp = g.pa[e];
+          if (comp[pp] == skip_comp) continue;
+          coef[nt] = lam_e[g.pa_eid[e]];
+          rows[nt] = mt_row(pp) + r0;
           ++nt;
         }
         lincomb(f, w, nt, coef.data(), rows.data(), out);
-        const int ck = R.colidx[k];
-        if (ck >= c0 && ck < c1) out[ck - c0] = f.add(out[ck - c0], 1);
+        if (k >= r0 && k < r1) out[k - r0] = f.add(out[k - r0], om_d[k]);
+        const i32* sb0 = g.sib.data() + g.sb_off[k];
+        const i32* sb1 = g.sib.data() + g.sb_off[k + 1];
+        for (const i32* q = std::lower_bound(sb0, sb1, r0); q != sb1 && *q < r1; ++q)
+          out[*q - r0] = f.add(out[*q - r0], om_e[g.sb_eid[q - g.sib.data()]]);
       };
-      for (int c = 0; c < nc; ++c) {
+      for (int c = nc - 1; c >= 0; --c) {  // topological order: parents' SCCs have larger Tarjan ids
         const int s = c_off[c + 1] - c_off[c];
         const i32* mem = c_mem.data() + c_off[c];
         if (s == 1) {
           const i32 k = mem[0];
-          row_into(k, -1, B.data() + size_t(k) * m + c0);
+          if (R.colidx[k] >= 0) col_into(k, -1, mt_row(k) + r0);
           continue;
         }
-        for (int i = 0; i < s; ++i) row_into(mem[i], c, Rbuf.data() + size_t(i) * w);
+        for (int i = 0; i < s; ++i) col_into(mem[i], c, Rbuf.data() + size_t(i) * w);
         const u64* A = lu.data() + lu_off[c];
         const i32* prow = lu_pr.data() + pr_off[c];
         // forward: Y_i = R_{prow[i]} - sum_{j<i} L_ij Y_j
@@ -663,7 +671,7 @@ FASTNIPS_HTC_OMP(omp for schedule(dynamic, 1))
             }
           lincomb(f, w, nt, coef.data(), rows.data(), Ybuf.data() + size_t(i) * w);
         }
-        // back: X_i = d_i Y_i - sum_{j>i} d_i U_ij X_j, X_i = B[mem[i]]
+        // back: X_i = d_i Y_i - sum_{j>i} d_i U_ij X_j, X_i = M[r0..r1, mem[i]]
         for (int i = s - 1; i >= 0; --i) {
           const u64* ri = A + size_t(i) * s;
           int nt = 0;
@@ -672,30 +680,27 @@ FASTNIPS_HTC_OMP(omp for schedule(dynamic, 1))
           for (int j = i + 1; j < s; ++j)
             if (ri[j]) {
               coef[nt] = ri[j];
-              rows[nt++] = B.data() + size_t(mem[j]) * m + c0;
+              rows[nt++] = mt_row(mem[j]) + r0;
             }
-          lincomb(f, w, nt, coef.data(), rows.data(), B.data() + size_t(mem[i]) * m + c0);
+          lincomb(f, w, nt, coef.data(), rows.data(), mt_row(mem[i]) + r0);
         }
       }
     }
   }
 
-  // M = Omega B, row by row
-  R.M.assign(size_t(n) * m, 0);
-FASTNIPS_HTC_OMP(omp parallel if (par))
-  {
-    std::vector<u64> coef(maxdeg);
-    std::vector<const u64*> rows(maxdeg);
-FASTNIPS_HTC_OMP(omp for schedule(dynamic, 16))
-    for (int y = 0; y < n; ++y) {
-      int nt = 0;
-      coef[nt] = om_d[y];
-      rows[nt++] = B.data() + size_t(y) * m;
-      for (i32 e = g.sb_off[y]; e < g.sb_off[y + 1]; ++e) {
-        coef[nt] = om_e[g.sb_eid[e]];
-        rows[nt++] = B.data() + size_t(g.sib[e]) * m;
+  // M = transpose of Mt, in 64 x 64 tiles
+  R.M.resize(size_t(n) * m);
+  constexpr int T = 64;
+  const int nty = (n + T - 1) / T;
+FASTNIPS_HTC_OMP(omp parallel for schedule(static) if (par))
+  for (int ty = 0; ty < nty; ++ty) {
+    const int y0 = ty * T, y1 = std::min(n, y0 + T);
+    for (int c0 = 0; c0 < m; c0 += T) {
+      const int c1 = std::min(m, c0 + T);
+      for (int y = y0; y < y1; ++y) {
+        u64* dst = R.M.data() + size_t(y) * m;
+        for (int c = c0; c < c1; ++c) dst[c] = Mt[size_t(c) * n + y];
       }
-      lincomb(f, m, nt, coef.data(), rows.data(), R.M.data() + size_t(y) * m);
     }
   }
   return R;

@@ -15,8 +15,10 @@
 //
 // Methods (HTC only; edgewise always uses the randomized rank method):
 //   kRandomized  M = Omega (I-Lambda)^{-1} over F_p with random nonzero parameters, one matrix per run,
-//                restricted to the m columns of nodes that have a child. (I-Lambda) is inverted strongly
-//                connected component by component (LU per SCC), so a DAG costs O((|D|+|B|+n) m).
+//                restricted to the m columns of nodes that have a child, built by the column recurrence
+//                M[:,k] = Omega[:,k] + sum_{j->k} lambda_jk M[:,j] in topological order of the strongly
+//                connected components (one LU of (I-Lambda_CC) per nontrivial SCC C, solved for all n rows),
+//                so a DAG costs O(n (|D| + m) + |B|).
 //                "v solvable" <=> rank M[A_v, pa(v)] = |pa(v)| (FDD Lemma 2), tracked with one incremental
 //                reduced-row-echelon basis per unsolved node: every row is offered once, when it becomes
 //                allowed; rows already in the span are rejected by exact reduction or, after one such
@@ -28,9 +30,9 @@
 //                minor (numerator degree <= n, Cauchy-Binet + Jacobi) vanishes at the random point or a
 //                null-space screen errs (1/p per screened row): <= ~2 n^2 / (p-1) for the whole run by a
 //                union bound, ~2^-40 at n = 1000 with the default p = 2^61-1. A small prime (e.g. 101)
-//                only loses nodes. Time O((|D|+|B|+n) m + sum_C |C|^2 m + n*sum_v|pa(v)| +
-//                sum_v |pa(v)|^3) <= O(n^4) (C = SCCs); O(n^2) for a DAG with bounded in-degree.
-//                Memory: 8 n m bytes for M (plus the same transiently for (I-Lambda)^{-1}) and one
+//                only loses nodes. Time O(n (|D| + m + sum_C |C|^2) + |B| + sum_C |C|^3 +
+//                n*sum_v|pa(v)| + sum_v |pa(v)|^3) <= O(n^4) (C = SCCs); O(n^2 + |B|) for a DAG with
+//                bounded in-degree. Memory: 8 n m bytes for M (plus the same transiently for M^T) and one
 //                |pa(v)| x rank basis per node while it is unsolved.
 //   kMaxFlow     exact and deterministic: one unit-capacity, vertex-split flow network per unsolved node,
 //                kept across rounds; each newly allowed source triggers one augmenting-path search; vertices

@@ -290,3 +290,15 @@ def test_json_errors(tmp_path, text, line, match):
     with pytest.raises(ValueError, match=match) as exc:
         MixedGraph.from_file(p)
     assert f"bad.json:{line}:" in str(exc.value)
+
+
+def test_to_arrays_is_cached_and_read_only():
+    g = MixedGraph(3, directed=[(0, 1), (1, 2)], bidirected=[(2, 0)])
+    d, b = g.to_arrays()
+    assert d.dtype == np.int32
+    assert d.flags.c_contiguous
+    assert d.tolist() == [[0, 1], [1, 2]]
+    assert b.tolist() == [[0, 2]]
+    assert g.to_arrays()[0] is d
+    with pytest.raises(ValueError, match="read-only"):
+        d[0, 0] = 2

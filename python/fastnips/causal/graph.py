@@ -124,7 +124,7 @@ class MixedGraph:
     ((1,), (1,))
     """
 
-    __slots__ = ("_bi", "_ch", "_dir", "_hash", "_n", "_pa", "_sib")
+    __slots__ = ("_arrays", "_bi", "_ch", "_dir", "_hash", "_n", "_pa", "_sib")
 
     def __init__(self, n: int, directed: Any = (), bidirected: Any = ()) -> None:
         if isinstance(n, (bool, np.bool_)):
@@ -169,6 +169,7 @@ class MixedGraph:
         setattr_(self, "_ch", tuple(tuple(sorted(x)) for x in ch))
         setattr_(self, "_sib", tuple(tuple(sorted(x)) for x in sib))
         setattr_(self, "_hash", None)
+        setattr_(self, "_arrays", None)
 
     # ------------------------------------------------------------------ immutability and basics
     def __setattr__(self, name: str, value: Any) -> None:
@@ -241,10 +242,16 @@ class MixedGraph:
         """Edges as C-contiguous ``int32`` arrays of shapes ``(|D|, 2)`` and ``(|B|, 2)``.
 
         This is the form :mod:`fastnips._C` takes; rows follow :attr:`directed` / :attr:`bidirected`.
+        Built once per graph and cached (read-only), so repeated identification calls on a large graph
+        do not pay the conversion again.
         """
-        d = np.ascontiguousarray(np.array(self._dir, dtype=np.int32).reshape(-1, 2))
-        b = np.ascontiguousarray(np.array(self._bi, dtype=np.int32).reshape(-1, 2))
-        return d, b
+        if self._arrays is None:
+            d = np.array(self._dir, dtype=np.int32).reshape(-1, 2)
+            b = np.array(self._bi, dtype=np.int32).reshape(-1, 2)
+            d.setflags(write=False)
+            b.setflags(write=False)
+            object.__setattr__(self, "_arrays", (d, b))
+        return self._arrays
 
     def permute(self, perm: Sequence[int]) -> MixedGraph:
         """Relabel nodes: node ``i`` becomes ``perm[i]``.
