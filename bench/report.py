@@ -2,8 +2,8 @@
 
     python bench/report.py out.json [more.json ...]
 
-One table per benchmark group: median, IQR, and the ratio of each row's median to the fastest row
-(memory-copy rows excluded). Where a row records ``traffic_bytes``, achieved GB/s (bytes / median) is
+One table per benchmark group: median, IQR, and the ratio of each row's median to the fastest row run
+with the same OMP_NUM_THREADS (memory-copy rows excluded). Where a row records ``traffic_bytes``, achieved GB/s (bytes / median) is
 shown; where it records ``inner_median_s`` (a peer timed inside its own process, e.g. SEMID inside R),
 that median is used and marked "in R". Groups named ``<name> <family> n=<N>`` also get a log-log slope
 table (least squares of log median on log n over n = 100 ... 1600).
@@ -51,15 +51,17 @@ def main(paths):
             groups[g].append((impl, threads, stats, extra))
     for g in sorted(groups, key=group_key):
         rows = groups[g]
-        real = [median_of(r[2], r[3]) for r in rows if r[0] != "memcpy"]
-        best = min(real) if real else None
+        best = {}  # fastest non-memcpy median per thread count: ratios compare like with like
+        for impl, threads, st, extra in rows:
+            if impl != "memcpy":
+                best[threads] = min(best.get(threads, float("inf")), median_of(st, extra))
         print(f"\n**{g}**\n")
-        print("| impl | threads | median | IQR | vs fastest | GB/s |")
+        print("| impl | threads | median | IQR | vs fastest (same threads) | GB/s |")
         print("|---|---|---|---|---|---|")
         for impl, threads, st, extra in sorted(rows, key=lambda r: (r[1], median_of(r[2], r[3]))):
             med = median_of(st, extra)
             inner = "inner_median_s" in extra
-            ratio = f"{med / best:.2f}x" if best and impl != "memcpy" else ""
+            ratio = f"{med / best[threads]:.2f}x" if threads in best and impl != "memcpy" else ""
             gbs = f"{extra['traffic_bytes'] / med / 1e9:.1f}" if "traffic_bytes" in extra else ""
             iqr = "" if inner else fmt(st["iqr"])
             print(f"| {impl} | {threads} | {fmt(med)}{' (in R)' if inner else ''} | {iqr} | {ratio} | {gbs} |")
