@@ -3,10 +3,11 @@
     python bench/report.py out.json [more.json ...]
 
 One table per benchmark group: median, IQR, and the ratio of each row's median to the fastest row run
-with the same OMP_NUM_THREADS (memory-copy rows excluded). Where a row records ``traffic_bytes``, achieved GB/s (bytes / median) is
-shown; where it records ``inner_median_s`` (a peer timed inside its own process, e.g. SEMID inside R),
-that median is used and marked "in R". Groups named ``<name> <family> n=<N>`` also get a log-log slope
-table (least squares of log median on log n over n = 100 ... 1600).
+with the same OMP_NUM_THREADS (memory-copy rows excluded). Where a row records ``traffic_bytes``,
+achieved GB/s (bytes / median) is shown; where it records ``inner_median_s`` (a peer timed inside its
+own process, e.g. SEMID inside R), that median is used and marked "in R". Groups named
+``<name> <family> n=<N>`` also get a log-log slope table (least squares of log median on log n over
+n = 100 ... 1600).
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "causal/htc.h"
+#include "graph/tikhonov.h"
 #include "ops/spmm.h"
 #ifdef FASTNIPS_WITH_CUDA
 #include "cuda/cuda_api.h"
@@ -226,6 +227,156 @@ py::list htc_identify_many(const py::sequence& graphs, const std::string& method
   return out;
 }
 
+// ---------------------------------------------------------------------------------------------- graph
+
+namespace fg = fastnips::graph;
+
+std::string tikhonov_error(const fg::TikhonovStatus& st) {
+  using S = fg::TikhonovStatus;
+  std::ostringstream os;
+  switch (st.kind) {
+    case S::kIndptrStart: os << "L: indptr[0] must be 0, got " << st.value; break;
+    case S::kIndptrEnd: os << "L: indptr[-1] must equal len(indices), got " << st.value; break;
+    case S::kIndptrDecreasing:
+      os << "L: indptr must be non-decreasing: indptr[" << st.row + 1 << "] = " << st.value << " < indptr["
+         << st.row << "]";
+      break;
+    case S::kIndexOutOfRange:
+      os << "L: column index out of range in row " << st.row << ": indices[" << st.position << "] = " << st.value;
+      break;
+    case S::kNotPositiveDefinite:
+      os << "p(L) + diag(q) is not positive definite: conjugate gradients met p^T A p = " << st.curvature
+         << " <= 0 in column " << st.column << " at iteration " << st.iteration
+         << "; L must be symmetric with its spectrum in [0, 2] (a normalized Laplacian) and p >= 0 on [0, 2]";
+      break;
+    case S::kBadArgument: os << "tikhonov_solve_cg: a size or option is out of range"; break;
+    default: os << "unknown error";
+  }
+  return os.str();
+}
+
+template <typename T, typename I>
+py::tuple tikhonov_solve_cg_typed(const py::array& indptr, const py::array& indices, const py::array& data,
+                                  const py::array& cheb, const py::array& q, const py::array& X,
+                                  const fg::TikhonovOptions& opt) {
+  const int64_t n = int64_t(indptr.shape(0)) - 1;
+  const int64_t nnz = indices.shape(0);
+  const int64_t F = X.shape(1);
+  const int64_t degree = int64_t(cheb.shape(0)) - 1;
+  py::array_t<T> Y({n, F});
+  py::array_t<int64_t> iterations(F);
+  py::array_t<double> residuals(F);
+  py::array_t<double> diagonal(n);
+  bool exact = true;
+  const I* ip = static_cast<const I*>(indptr.data());
+  const I* ix = static_cast<const I*>(indices.data());
+  const T* d = static_cast<const T*>(data.data());
+  const double* c = static_cast<const double*>(cheb.data());
+  const T* qq = static_cast<const T*>(q.data());
+  const T* x = static_cast<const T*>(X.data());
+  T* y = Y.mutable_data();
+  int64_t* it = iterations.mutable_data();
+  double* res = residuals.mutable_data();
+  double* dg = diagonal.mutable_data();
+  fg::TikhonovStatus st;
+  {
+    py::gil_scoped_release release;  // pure C++ from here on
+    st = fg::tikhonov_solve_cg<T, I>(n, nnz, ip, ix, d, c, degree, qq, x, F, opt, y, it, res, dg, &exact);
+  }
+  if (!st.ok()) throw py::value_error(tikhonov_error(st));
+  return py::make_tuple(Y, iterations, residuals, diagonal, exact);
+}
+
+template <typename T, typename I>
+py::array tikhonov_poly_apply_typed(const py::array& indptr, const py::array& indices, const py::array& data,
+                                    const py::array& cheb, const py::array& V, int n_threads) {
+  const int64_t n = int64_t(indptr.shape(0)) - 1;
+  const int64_t F = V.shape(1);
+  py::array_t<T> Y({n, F});
+  const I* ip = static_cast<const I*>(indptr.data());
+  const I* ix = static_cast<const I*>(indices.data());
+  const T* d = static_cast<const T*>(data.data());
+  const double* c = static_cast<const double*>(cheb.data());
+  const T* v = static_cast<const T*>(V.data());
+  T* y = Y.mutable_data();
+  fg::TikhonovStatus st;
+  {
+    py::gil_scoped_release release;
+    st = fg::poly_apply<T, I>(n, int64_t(indices.shape(0)), ip, ix, d, c, int64_t(cheb.shape(0)) - 1, v, F, y,
+                              n_threads);
+  }
+  if (!st.ok()) throw py::value_error(tikhonov_error(st));
+  return Y;
+}
+
+// Shared checks: CSR arrays 1-D contiguous with one integer dtype, values/q/X one float dtype,
+// cheb 1-D contiguous float64 with at least one entry, X (or V) C-contiguous 2-D with n rows.
+void check_tikhonov_arrays(const py::array& indptr, const py::array& indices, const py::array& data,
+                           const py::array& cheb, const py::array& X, const char* xname) {
+  require_1d_contig(indptr, "indptr");
+  require_1d_contig(indices, "indices");
+  require_1d_contig(data, "data");
+  require_1d_contig(cheb, "cheb");
+  if (indptr.shape(0) < 1) throw py::value_error("indptr must have at least one entry");
+  if (indices.shape(0) != data.shape(0))
+    throw py::value_error("indices and data must have the same length, got " + std::to_string(indices.shape(0)) +
+                          " and " + std::to_string(data.shape(0)));
+  if (cheb.shape(0) < 1) throw py::value_error("cheb must hold at least one coefficient");
+  if (!is_dtype<double>(cheb)) throw py::type_error("cheb must be float64");
+  if (X.ndim() != 2 || !(X.flags() & py::array::c_style))
+    throw py::value_error(std::string(xname) + " must be a C-contiguous 2-D array");
+  const int64_t n = int64_t(indptr.shape(0)) - 1;
+  if (X.shape(0) != n)
+    throw py::value_error(std::string(xname) + " has " + std::to_string(X.shape(0)) + " rows, L has " +
+                          std::to_string(n));
+  if (!indptr.dtype().is(indices.dtype()))
+    throw py::type_error("indptr and indices must share one integer dtype (int32 or int64)");
+  if (!(is_dtype<int32_t>(indptr) || is_dtype<int64_t>(indptr)))
+    throw py::type_error("indptr/indices must be int32 or int64");
+  if (!data.dtype().is(X.dtype()))
+    throw py::type_error(std::string("data and ") + xname + " must share one dtype (float32 or float64)");
+  if (!(is_dtype<float>(data) || is_dtype<double>(data)))
+    throw py::type_error(std::string("data/") + xname + " must be float32 or float64");
+}
+
+py::tuple tikhonov_solve_cg(const py::array& indptr, const py::array& indices, const py::array& data,
+                            const py::array& cheb, const py::array& q, const py::array& X, double tol,
+                            int64_t maxiter, int n_threads, int diagonal, int64_t diagonal_work_limit,
+                            int max_restarts) {
+  check_tikhonov_arrays(indptr, indices, data, cheb, X, "X");
+  require_1d_contig(q, "q");
+  if (q.shape(0) != indptr.shape(0) - 1)
+    throw py::value_error("q has " + std::to_string(q.shape(0)) + " entries, L has " +
+                          std::to_string(indptr.shape(0) - 1) + " rows");
+  if (!q.dtype().is(X.dtype())) throw py::type_error("q and X must share one dtype (float32 or float64)");
+  if (!(tol > 0.0)) throw py::value_error("tol must be > 0");
+  if (maxiter < 0) throw py::value_error("maxiter must be >= 0");
+  if (diagonal < 0 || diagonal > 2) throw py::value_error("diagonal must be 0 (auto), 1 (exact) or 2 (truncated)");
+  if (max_restarts < 0) throw py::value_error("max_restarts must be >= 0");
+  fg::TikhonovOptions opt;
+  opt.tol = tol;
+  opt.maxiter = maxiter;
+  opt.n_threads = n_threads;
+  opt.diagonal = static_cast<fg::DiagonalMode>(diagonal);
+  opt.diagonal_work_limit = diagonal_work_limit;
+  opt.max_restarts = max_restarts;
+  const bool i32 = is_dtype<int32_t>(indptr), f32 = is_dtype<float>(data);
+  if (f32 && i32) return tikhonov_solve_cg_typed<float, int32_t>(indptr, indices, data, cheb, q, X, opt);
+  if (f32) return tikhonov_solve_cg_typed<float, int64_t>(indptr, indices, data, cheb, q, X, opt);
+  if (i32) return tikhonov_solve_cg_typed<double, int32_t>(indptr, indices, data, cheb, q, X, opt);
+  return tikhonov_solve_cg_typed<double, int64_t>(indptr, indices, data, cheb, q, X, opt);
+}
+
+py::array tikhonov_poly_apply(const py::array& indptr, const py::array& indices, const py::array& data,
+                              const py::array& cheb, const py::array& V, int n_threads) {
+  check_tikhonov_arrays(indptr, indices, data, cheb, V, "V");
+  const bool i32 = is_dtype<int32_t>(indptr), f32 = is_dtype<float>(data);
+  if (f32 && i32) return tikhonov_poly_apply_typed<float, int32_t>(indptr, indices, data, cheb, V, n_threads);
+  if (f32) return tikhonov_poly_apply_typed<float, int64_t>(indptr, indices, data, cheb, V, n_threads);
+  if (i32) return tikhonov_poly_apply_typed<double, int32_t>(indptr, indices, data, cheb, V, n_threads);
+  return tikhonov_poly_apply_typed<double, int64_t>(indptr, indices, data, cheb, V, n_threads);
+}
+
 py::dict build_info() {
   py::dict info;
   info["version"] = FASTNIPS_VERSION;
@@ -271,6 +422,15 @@ PYBIND11_MODULE(_C, m) {
   m.def("htc_identify_many", &htc_identify_many, py::arg("graphs"), py::arg("method") = "randomized",
         py::arg("tian") = false, py::arg("seed") = 0, py::arg("prime") = kMersenne61,
         "htc_identify over a list of (n, directed, bidirected), OpenMP-parallel, GIL released.");
+
+  m.def("tikhonov_solve_cg", &tikhonov_solve_cg, py::arg("indptr"), py::arg("indices"), py::arg("data"),
+        py::arg("cheb"), py::arg("q"), py::arg("X"), py::arg("tol"), py::arg("maxiter"), py::arg("n_threads") = 0,
+        py::arg("diagonal") = 0, py::arg("diagonal_work_limit") = 0, py::arg("max_restarts") = 2,
+        "Jacobi-PCG for (p(L) + diag q) Y = diag(q) X, p in the Chebyshev basis of L - I; returns "
+        "(Y, iterations, residuals, jacobi_diagonal, diagonal_exact). See fastnips.graph.tikhonov_solve.");
+  m.def("tikhonov_poly_apply", &tikhonov_poly_apply, py::arg("indptr"), py::arg("indices"), py::arg("data"),
+        py::arg("cheb"), py::arg("V"), py::arg("n_threads") = 0,
+        "p(L) V for CSR L and p in the Chebyshev basis of L - I (K fused sparse products).");
 
 #ifdef FASTNIPS_WITH_CUDA
   m.def("cuda_device_count", [] {

@@ -8,13 +8,8 @@
 #include <omp.h>
 #endif
 
-// x86-64 builds carry an AVX2+FMA clone of the inner loops next to the baseline one; the loader picks the
-// best at run time, so one wheel is portable and still uses the wide registers where they exist.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define FASTNIPS_CLONES __attribute__((target_clones("avx2,fma", "default")))
-#else
-#define FASTNIPS_CLONES
-#endif
+#include "common/simd.h"
+
 
 namespace fastnips::ops {
 namespace {

@@ -21,9 +21,9 @@ from ._optional import version_of
 
 __version__ = "0.1.0"
 
-__all__ = ["BACKENDS", "__version__", "available_backends", "build_info", "causal", "ops"]
+__all__ = ["BACKENDS", "__version__", "available_backends", "build_info", "causal", "graph", "ops"]
 
-_SUBPACKAGES = {"ops", "causal"}
+_SUBPACKAGES = {"ops", "causal", "graph"}
 
 
 def __getattr__(name: str):
