@@ -32,22 +32,26 @@ void require_1d_contig(const py::array& a, const char* name) {
     throw py::value_error(std::string(name) + " must be C-contiguous");
 }
 
-std::string spmm_error(const fastnips::ops::SpmmStatus& st) {
-  using S = fastnips::ops::SpmmStatus;
+// The ValueError message for a refused CSR structure (shared by every sparse kernel).
+std::string csr_message(int kind, int64_t row, int64_t position, int64_t value) {
+  using S = fastnips::CsrStatus;
   std::ostringstream os;
-  switch (st.kind) {
-    case S::kIndptrStart: os << "indptr[0] must be 0, got " << st.value; break;
-    case S::kIndptrEnd: os << "indptr[-1] must equal len(indices), got " << st.value; break;
+  switch (kind) {
+    case S::kIndptrStart: os << "indptr[0] must be 0, got " << value; break;
+    case S::kIndptrEnd: os << "indptr[-1] must equal len(indices), got " << value; break;
     case S::kIndptrDecreasing:
-      os << "indptr must be non-decreasing: indptr[" << st.row + 1 << "] = " << st.value << " < indptr[" << st.row
-         << "]";
+      os << "indptr must be non-decreasing: indptr[" << row + 1 << "] = " << value << " < indptr[" << row << "]";
       break;
     case S::kIndexOutOfRange:
-      os << "column index out of range in row " << st.row << ": indices[" << st.position << "] = " << st.value;
+      os << "column index out of range in row " << row << ": indices[" << position << "] = " << value;
       break;
     default: os << "unknown error";
   }
   return os.str();
+}
+
+std::string spmm_error(const fastnips::ops::SpmmStatus& st) {
+  return csr_message(st.kind, st.row, st.position, st.value);
 }
 
 template <typename T, typename I>
@@ -235,15 +239,10 @@ std::string tikhonov_error(const fg::TikhonovStatus& st) {
   using S = fg::TikhonovStatus;
   std::ostringstream os;
   switch (st.kind) {
-    case S::kIndptrStart: os << "L: indptr[0] must be 0, got " << st.value; break;
-    case S::kIndptrEnd: os << "L: indptr[-1] must equal len(indices), got " << st.value; break;
+    case S::kIndptrStart:
+    case S::kIndptrEnd:
     case S::kIndptrDecreasing:
-      os << "L: indptr must be non-decreasing: indptr[" << st.row + 1 << "] = " << st.value << " < indptr["
-         << st.row << "]";
-      break;
-    case S::kIndexOutOfRange:
-      os << "L: column index out of range in row " << st.row << ": indices[" << st.position << "] = " << st.value;
-      break;
+    case S::kIndexOutOfRange: os << "L: " << csr_message(st.kind, st.row, st.position, st.value); break;
     case S::kNotPositiveDefinite:
       os << "p(L) + diag(q) is not positive definite: conjugate gradients met p^T A p = " << st.curvature
          << " <= 0 in column " << st.column << " at iteration " << st.iteration

@@ -11,6 +11,7 @@
 #include <omp.h>
 #endif
 
+#include "common/csr.h"
 #include "common/simd.h"
 
 
@@ -55,49 +56,22 @@ void with_width(int64_t w, Fn&& fn) {
   }
 }
 
+// The CSR checks of common/csr.h, reported in TikhonovStatus (whose first kinds mirror CsrStatus).
+static_assert(int(Status::kIndptrStart) == int(CsrStatus::kIndptrStart) &&
+                  int(Status::kIndptrEnd) == int(CsrStatus::kIndptrEnd) &&
+                  int(Status::kIndptrDecreasing) == int(CsrStatus::kIndptrDecreasing) &&
+                  int(Status::kIndexOutOfRange) == int(CsrStatus::kIndexOutOfRange),
+              "TikhonovStatus must mirror CsrStatus");
 template <typename I>
 Status check_structure(int64_t n, int64_t nnz, const I* indptr, const I* indices) {
+  CsrStatus c = check_indptr(n, nnz, indptr);
+  if (c.ok()) c = check_indices(n, n, indptr, indices);
   Status st;
-  if (int64_t(indptr[0]) != 0) {
-    st.kind = Status::kIndptrStart;
-    st.row = 0;
-    st.value = int64_t(indptr[0]);
-    return st;
-  }
-  for (int64_t i = 0; i < n; ++i)
-    if (indptr[i + 1] < indptr[i]) {
-      st.kind = Status::kIndptrDecreasing;
-      st.row = i;
-      st.value = int64_t(indptr[i + 1]);
-      return st;
-    }
-  if (int64_t(indptr[n]) != nnz) {
-    st.kind = Status::kIndptrEnd;
-    st.row = n;
-    st.value = int64_t(indptr[n]);
-    return st;
-  }
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t p = indptr[i]; p < int64_t(indptr[i + 1]); ++p)
-      if (uint64_t(int64_t(indices[p])) >= uint64_t(n)) {
-        st.kind = Status::kIndexOutOfRange;
-        st.row = i;
-        st.position = p;
-        st.value = int64_t(indices[p]);
-        return st;
-      }
+  st.kind = static_cast<Status::Kind>(c.kind);
+  st.row = c.row;
+  st.position = c.position;
+  st.value = c.value;
   return st;
-}
-
-// First row whose cumulative work (nnz before it + rows before it) reaches `target`.
-template <typename I>
-int64_t row_at_work(const I* indptr, int64_t n, int64_t target) {
-  int64_t lo = 0, hi = n;
-  while (lo < hi) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    if (int64_t(indptr[mid]) + mid < target) lo = mid + 1; else hi = mid;
-  }
-  return lo;
 }
 
 // Runs fn(thread, r0, r1) over the row blocks [bounds[t], bounds[t+1]); one block runs inline.

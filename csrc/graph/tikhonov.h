@@ -12,6 +12,7 @@
 namespace fastnips::graph {
 
 // What went wrong; the binding turns it into a ValueError.
+// The first five kinds equal CsrStatus's (common/csr.h), so structure errors convert one to one.
 struct TikhonovStatus {
   enum Kind : int {
     kOk = 0,

@@ -87,27 +87,13 @@ bool run_rows(int64_t r0, int64_t r1, int64_t n_cols, const I* indptr, const I* 
   }
 }
 
-// First row whose cumulative work (nnz before it + rows before it) reaches `target`.
-template <typename I>
-int64_t row_at_work(const I* indptr, int64_t n_rows, int64_t target) {
-  int64_t lo = 0, hi = n_rows;
-  while (lo < hi) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    if (int64_t(indptr[mid]) + mid < target) lo = mid + 1; else hi = mid;
-  }
-  return lo;
-}
-
 }  // namespace
 
 template <typename T, typename I>
 SpmmStatus spmm_csr(int64_t n_rows, int64_t n_cols, int64_t nnz, const I* indptr, const I* indices,
                     const T* data, const T* X, int64_t k, T* Y, int n_threads) {
   // The structure is checked before any row is touched: the work split below binary-searches indptr.
-  if (int64_t(indptr[0]) != 0) return {SpmmStatus::kIndptrStart, 0, -1, int64_t(indptr[0])};
-  for (int64_t i = 0; i < n_rows; ++i)
-    if (indptr[i + 1] < indptr[i]) return {SpmmStatus::kIndptrDecreasing, i, -1, int64_t(indptr[i + 1])};
-  if (int64_t(indptr[n_rows]) != nnz) return {SpmmStatus::kIndptrEnd, n_rows, -1, int64_t(indptr[n_rows])};
+  if (const SpmmStatus st = check_indptr(n_rows, nnz, indptr); !st.ok()) return st;
   if (n_rows == 0 || k == 0) return {};
 
   int threads = 1;

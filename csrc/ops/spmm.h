@@ -2,17 +2,12 @@
 #pragma once
 #include <cstdint>
 
+#include "common/csr.h"
+
 namespace fastnips::ops {
 
 // What went wrong when the multiply refused its input; the binding turns this into a ValueError.
-struct SpmmStatus {
-  enum Kind : int { kOk = 0, kIndptrStart, kIndptrEnd, kIndptrDecreasing, kIndexOutOfRange };
-  Kind kind = kOk;
-  int64_t row = -1;       // the offending row (indptr position for indptr errors)
-  int64_t position = -1;  // the offending position in indices/data, where one applies
-  int64_t value = 0;      // the offending index value
-  bool ok() const { return kind == kOk; }
-};
+using SpmmStatus = CsrStatus;
 
 // Y (n_rows x k, row-major, overwritten) = A (CSR: indptr[n_rows+1], indices[nnz], data[nnz]) times
 // X (n_cols x k, row-major). Column indices may be unsorted and repeated within a row (repeats add up,
