@@ -20,6 +20,7 @@ _INSTALL_HINT = {
     "triton": "pip install triton==3.7.1 (fastnips[triton])",
     "cupy": "pip install cupy-cuda13x (fastnips[cupy]); it needs a CUDA driver and device",
     "networkx": "pip install networkx (fastnips[graph])",
+    "sklearn": "pip install scikit-learn (fastnips[data])",
 }
 
 

@@ -1,4 +1,10 @@
-"""Data that needs no network: generators and small embedded sets."""
+"""Data that needs no network: generators and small embedded sets.
+
+* :func:`random_csr` -- random (optionally Zipf-skewed) CSR matrices, for SpMM tests and benchmarks;
+* :mod:`fastnips.data.graphs` -- graph-classification and node-classification sets built offline:
+  BA-motifs with ground-truth motif nodes, contextual SBM with a homophily knob, sklearn's digits as grid
+  graphs (needs scikit-learn).
+"""
 
 from __future__ import annotations
 
