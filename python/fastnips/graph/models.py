@@ -1,0 +1,253 @@
+r"""TikhonovGNN: a Q-network, one Tikhonov propagation, a readout and a linear classifier.
+
+.. math:: q = \mathrm{softplus}(f_\psi(X, A)) + q_{\min}, \qquad
+          H = (p_\theta(L) + \mathrm{diag}(q))^{-1} \mathrm{diag}(q)\, (X W + b), \qquad
+          \hat y = \mathrm{Linear}(\mathrm{readout}(H)).
+
+This module imports torch; :mod:`fastnips.graph` loads it only on first use of :class:`TikhonovGNN`.
+torch_geometric is never imported: PyG ``Data``/``Batch`` objects are read by their attributes.
+Paper: Tremblay, Ricaud, Bianchi (arXiv 2605.28578); shared/notes/tikhonov_freqbias_fds.md, part A.
+"""
+
+from __future__ import annotations
+
+import itertools
+import numbers
+
+import numpy as np
+import torch
+from torch import nn
+
+from .layers import TikhonovProp, _as_index, check_batch, graph_operator
+
+__all__ = ["POOLINGS", "TASKS", "TikhonovGNN"]
+
+TASKS = ("graph", "node")
+POOLINGS = ("mean", "sum", "max")
+
+
+class _GINLayer(nn.Module):
+    r"""GIN message passing from plain torch ops.
+
+    .. math:: h_i' = \mathrm{MLP}\Big((1 + \epsilon) h_i + \sum_{j \to i} w_{ji} h_j\Big)
+
+    Messages flow from ``edge_index[0]`` to ``edge_index[1]`` (PyG's ``source_to_target``); an
+    undirected graph lists both directions. :math:`\epsilon` is learnable (GIN-:math:`\epsilon`, init 0).
+    """
+
+    def __init__(self, in_channels: int, out_channels: int):
+        super().__init__()
+        self.eps = nn.Parameter(torch.zeros(()))
+        self.mlp = nn.Sequential(nn.Linear(in_channels, out_channels), nn.ReLU(), nn.Linear(out_channels, out_channels))
+
+    def forward(self, h, src, dst, weight):
+        msg = h[src] if weight is None else h[src] * weight.unsqueeze(-1)
+        agg = torch.zeros_like(h).index_add_(0, dst, msg)
+        return self.mlp((1.0 + self.eps) * h + agg)
+
+
+def _positive_int(name: str, v, minimum: int = 1) -> int:
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {v!r}")
+    return int(v)
+
+
+class TikhonovGNN(nn.Module):
+    r"""Tikhonov graph neural network for node or graph classification (interpretable by design).
+
+    .. math:: q = \mathrm{softplus}(f_\psi(X, A)) + q_{\min} \in \mathbb R^n_{>0}, \qquad
+              H = (p_\theta(L) + \mathrm{diag}(q))^{-1} \mathrm{diag}(q)\, (X W + b),
+
+    .. math:: \text{node task: } \hat Y = H V + c, \qquad
+              \text{graph task: } \hat y_g = \mathrm{pool}_{i \in g}(H_{i,:})\, V + c.
+
+    * :math:`f_\psi`, the **Q-network**: ``q_layers`` GIN layers built from plain torch ops,
+      :math:`h_i' = \mathrm{MLP}((1 + \epsilon) h_i + \sum_{j \to i} h_j)` (MLP = Linear-ReLU-Linear,
+      ReLU between layers), then a linear head to one score per node. ``q_layers=0`` gives an MLP on
+      the node features alone (no message passing). :math:`q_{\min} > 0` keeps Q positive definite and
+      bounds the conditioning, :math:`\kappa \le (1 + \max q)/q_{\min}` under the simplex.
+    * :math:`XW + b`: a linear feature map to ``hidden_channels`` channels, each propagated by the
+      **same** :math:`R = (p_\theta(L) + Q)^{-1} Q` (one :class:`~fastnips.graph.TikhonovProp`, exposed
+      as ``model.prop``), where L is the normalized Laplacian of the whole (block-diagonal) batch,
+      built once per forward with :func:`fastnips.graph.normalized_laplacian`.
+    * Readout (graph task): mean, sum or max over each graph's nodes (PyG ``batch`` vector), then a
+      linear classifier. Node task: the linear classifier per node.
+
+    Choice made here: no non-linearity after the propagation. The logits are then linear in the
+    propagated features, so a node's contribution to a prediction is read off R, and everything that is
+    non-linear sits in q (the explanation) -- the paper's "interpretable by design" reading.
+
+    Explanations: ``model.last_q`` (the q of the last forward, detached, shape (n,)) and
+    ``model.prop.coefficients()`` (:math:`\theta`, the curve p on [0, 2]); with the default simplex
+    normalisation, (q, p) is identifiable, so q is an absolute node importance.
+
+    Parameters
+    ----------
+    in_channels : int
+        Node feature size.
+    hidden_channels : int
+        Width of the Q-network and number of propagated channels.
+    out_channels : int
+        Number of classes (logits).
+    q_layers : int, default 2
+        Depth of the Q-network (GIN layers), >= 0.
+    K : int, default 4
+        Degree of the filter polynomial p.
+    task : {"graph", "node"}, default "graph"
+    pooling : {"mean", "sum", "max"}, default "mean"
+        Readout for ``task="graph"`` (an empty graph id in the batch pools to 0).
+    q_min : float, default 1e-3
+        Lower bound of q, > 0.
+    basis, scale, backend, tol, backward_tol, init
+        Passed to :class:`~fastnips.graph.TikhonovProp` (defaults: Bernstein, simplex, auto, solver
+        defaults, "lowpass").
+
+    Attributes
+    ----------
+    q_net : nn.ModuleList
+        The GIN layers; ``q_head`` the linear map to one score per node.
+    lin_in : nn.Linear
+        W, b.
+    prop : TikhonovProp
+    classifier : nn.Linear
+    last_q : torch.Tensor or None
+        q of the last forward (detached).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from fastnips.graph import TikhonovGNN
+    >>> model = TikhonovGNN(1, 8, 2, task="graph")
+    >>> edge_index = torch.tensor([[0, 1, 1, 2, 3, 4], [1, 0, 2, 1, 4, 3]])   # a path and an edge
+    >>> batch = torch.tensor([0, 0, 0, 1, 1])
+    >>> model(torch.ones(5, 1), edge_index, batch).shape
+    torch.Size([2, 2])
+    >>> model.last_q.shape
+    torch.Size([5])
+    """
+
+    def __init__(self, in_channels: int, hidden_channels: int, out_channels: int, *, q_layers: int = 2, K: int = 4,
+                 task: str = "graph", pooling: str = "mean", q_min: float = 1e-3, basis: str = "bernstein",
+                 scale: str = "simplex", backend: str = "auto", tol: float | None = None,
+                 backward_tol: float | None = None, init="lowpass"):
+        super().__init__()
+        self.in_channels = _positive_int("in_channels", in_channels)
+        self.hidden_channels = _positive_int("hidden_channels", hidden_channels)
+        self.out_channels = _positive_int("out_channels", out_channels)
+        q_layers = _positive_int("q_layers", q_layers, minimum=0)
+        if task not in TASKS:
+            raise ValueError(f"task must be one of {TASKS}, got {task!r}")
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+        if isinstance(q_min, bool) or not isinstance(q_min, numbers.Real) or not (0.0 < float(q_min) < np.inf):
+            raise ValueError(f"q_min must be a finite float > 0 (it keeps Q positive definite), got {q_min!r}")
+        self.task, self.pooling, self.q_min = task, pooling, float(q_min)
+        dims = [self.in_channels] + [self.hidden_channels] * q_layers
+        self.q_net = nn.ModuleList(_GINLayer(a, b) for a, b in itertools.pairwise(dims))
+        self.q_head = nn.Linear(dims[-1], 1)
+        self.lin_in = nn.Linear(self.in_channels, self.hidden_channels)
+        self.prop = TikhonovProp(K=K, basis=basis, scale=scale, backend=backend, tol=tol, backward_tol=backward_tol,
+                                 init=init)
+        self.classifier = nn.Linear(self.hidden_channels, self.out_channels)
+        self.last_q: torch.Tensor | None = None
+
+    # -----------------------------------------------------------------------------------------------
+
+    def node_weights(self, x, src, dst, edge_weight=None):
+        r"""The Q-network: :math:`q = \mathrm{softplus}(f_\psi(X, A)) + q_{\min}`, shape (n,)."""
+        h = x
+        for i, layer in enumerate(self.q_net):
+            h = layer(h, src, dst, edge_weight)
+            if i + 1 < len(self.q_net):
+                h = torch.relu(h)
+        return nn.functional.softplus(self.q_head(h).squeeze(-1)) + self.q_min
+
+    def forward(self, x, edge_index=None, batch=None, *, edge_weight=None, num_graphs: int | None = None):
+        r"""Logits for each graph (``task="graph"``) or each node (``task="node"``).
+
+        Parameters
+        ----------
+        x : torch.Tensor, shape (n, in_channels), or a PyG-like object
+            Node features. An object with attributes ``x`` and ``edge_index`` (a PyG ``Data`` or
+            ``Batch``; read by attribute, torch_geometric is not imported) supplies ``edge_index``,
+            ``batch``, ``edge_weight`` and ``num_graphs`` where it has them; the other arguments must
+            then be left out.
+        edge_index : torch.Tensor of int, shape (2, E)
+            PyG edge list; for a mini-batch, the disjoint union with node ids offset per graph.
+        batch : torch.Tensor of int, shape (n,), optional
+            Graph id per node (PyG convention); None means one graph. Checked: length n, ids >= 0, no
+            edge between two graphs.
+        edge_weight : torch.Tensor, shape (E,), optional
+            Non-negative weights, used by the GIN sums and the Laplacian.
+        num_graphs : int, optional
+            Number of graphs (rows of the output); default ``batch.max() + 1``. Graph ids without nodes
+            pool to 0.
+
+        Returns
+        -------
+        torch.Tensor, shape (num_graphs, out_channels) or (n, out_channels)
+        """
+        if not isinstance(x, torch.Tensor) and hasattr(x, "x") and hasattr(x, "edge_index"):
+            if edge_index is not None or batch is not None or edge_weight is not None or num_graphs is not None:
+                raise ValueError("pass either a PyG-like data object or tensors (x, edge_index, batch), not both")
+            data = x
+            x, edge_index = data.x, data.edge_index
+            batch = getattr(data, "batch", None)
+            edge_weight = getattr(data, "edge_weight", None)
+            ng = getattr(data, "num_graphs", None)
+            num_graphs = int(ng) if batch is not None and isinstance(ng, numbers.Integral | torch.Tensor) else None
+        if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+            raise TypeError(f"x must be a floating-point torch tensor (or a PyG-like object), got {type(x).__name__}"
+                            + (f" of dtype {x.dtype}" if isinstance(x, torch.Tensor) else ""))
+        if x.dim() != 2 or x.shape[1] != self.in_channels:
+            raise ValueError(f"x must have shape (n, in_channels) = (n, {self.in_channels}), got {tuple(x.shape)}")
+        if edge_index is None:
+            raise ValueError("edge_index is required (shape (2, E); an empty graph has shape (2, 0))")
+        n = x.shape[0]
+        ei = _as_index("edge_index", edge_index, ndim=2)
+        if ei.shape[0] != 2:
+            raise ValueError(f"edge_index must have shape (2, E), got {tuple(ei.shape)}")
+        if ei.size and (ei.min() < 0 or ei.max() >= n):
+            e = int(np.flatnonzero(((ei < 0) | (ei >= n)).any(axis=0))[0])
+            raise ValueError(f"edge_index: edge {e} = ({ei[0, e]}, {ei[1, e]}) has a node id outside [0, n) = [0, {n})")
+        b = None if batch is None else check_batch(batch, ei, n)
+        if edge_weight is not None:
+            if not isinstance(edge_weight, torch.Tensor):
+                edge_weight = torch.as_tensor(edge_weight)
+            if edge_weight.shape != (ei.shape[1],):
+                raise ValueError(f"edge_weight must have shape (E,) = ({ei.shape[1]},), got {tuple(edge_weight.shape)}")
+            edge_weight = edge_weight.to(device=x.device, dtype=x.dtype)
+        # one Laplacian for the whole block-diagonal batch (validates weights too)
+        L = graph_operator(n, edge_index=ei, edge_weight=edge_weight)
+        src = torch.as_tensor(ei[0], device=x.device)
+        dst = torch.as_tensor(ei[1], device=x.device)
+
+        q = self.node_weights(x, src, dst, edge_weight)
+        self.last_q = q.detach()
+        h = self.prop(self.lin_in(x), q, L=L)
+        if self.task == "node":
+            return self.classifier(h)
+        return self.classifier(self._pool(h, b, num_graphs))
+
+    def _pool(self, h, b, num_graphs):
+        n = h.shape[0]
+        if b is None:
+            b = np.zeros(n, dtype=np.int64)
+        G = int(b.max()) + 1 if n else 0
+        if num_graphs is not None:
+            num_graphs = _positive_int("num_graphs", int(num_graphs), minimum=0)
+            if num_graphs < G:
+                raise ValueError(f"num_graphs = {num_graphs} but batch holds graph id {G - 1}")
+            G = num_graphs
+        idx = torch.as_tensor(b, device=h.device)
+        out = torch.zeros(G, h.shape[1], dtype=h.dtype, device=h.device)
+        if self.pooling == "max":
+            return out.scatter_reduce(0, idx.unsqueeze(-1).expand_as(h), h, reduce="amax", include_self=False)
+        out = out.index_add(0, idx, h)
+        if self.pooling == "mean":
+            count = torch.zeros(G, dtype=h.dtype, device=h.device).index_add(0, idx, torch.ones_like(h[:, 0]))
+            out = out / count.clamp(min=1.0).unsqueeze(-1)
+        return out
+
+    def extra_repr(self) -> str:
+        return f"task={self.task!r}, pooling={self.pooling!r}, q_min={self.q_min}"
