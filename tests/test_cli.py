@@ -31,6 +31,7 @@ def test_demo_runs_and_agrees():
     assert "DIFFERS" not in res.output
     assert re.search(r"^htc\s+\S+\s+agrees\s+instrument chain", res.output, re.M)
     assert "bow: edges [] of [(0, 1)]" in res.output
+    assert re.search(r"^tikhonov\s+\S+\s+(acc \d\.\d\d|skipped)", res.output, re.M)
 
 
 def test_htc_text_file(tmp_path):

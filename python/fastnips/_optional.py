@@ -21,6 +21,7 @@ _INSTALL_HINT = {
     "cupy": "pip install cupy-cuda13x (fastnips[cupy]); it needs a CUDA driver and device",
     "networkx": "pip install networkx (fastnips[graph])",
     "sklearn": "pip install scikit-learn (fastnips[data])",
+    "matplotlib": "pip install matplotlib (fastnips[plot])",
 }
 
 

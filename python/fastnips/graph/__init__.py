@@ -9,7 +9,11 @@ r"""Graph learning: the generalised Tikhonov layer (arXiv 2605.28578) and what i
   solve, backward one adjoint solve with the same operator (never unrolled); learnable Bernstein
   coefficients on the simplex.
 * :class:`TikhonovGNN` -- GIN Q-network producing q > 0, one Tikhonov layer, readout; node or graph tasks,
-  PyG-style ``(x, edge_index, batch)`` or a PyG ``Data``/``Batch`` object.
+  PyG-style ``(x, edge_index, batch)`` or a PyG ``Data``/``Batch`` object; ``model.explain(...)``.
+* :class:`Explanation`, :func:`explain_tikhonov`, :func:`filter_reading` -- the explanation (q per node,
+  the curve p on [0, 2] and its reading, rows of R); :func:`plot_explanation` draws it (matplotlib);
+  :func:`explanation_auroc` scores q against ground-truth important nodes.
+* :mod:`fastnips.graph.baselines` -- GCN, GIN, APPNP in plain torch, the peers of the evaluation.
 """
 
 from __future__ import annotations
@@ -37,3 +41,16 @@ def __getattr__(name):
 
 def __dir__():
     return sorted(set(globals()) | set(_LAZY))
+
+# explanations (numpy only at import; matplotlib is imported inside plot_explanation)
+from .explain import (  # noqa: E402
+    Explanation,
+    explain_tikhonov,
+    explanation_auroc,
+    filter_reading,
+    plot_explanation,
+    spring_layout,
+)
+
+__all__ += ["Explanation", "explain_tikhonov", "explanation_auroc", "filter_reading", "plot_explanation",
+            "spring_layout"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import numbers
+from types import SimpleNamespace
 
 import numpy as np
 import torch
@@ -77,9 +78,11 @@ class TikhonovGNN(nn.Module):
     propagated features, so a node's contribution to a prediction is read off R, and everything that is
     non-linear sits in q (the explanation) -- the paper's "interpretable by design" reading.
 
-    Explanations: ``model.last_q`` (the q of the last forward, detached, shape (n,)) and
-    ``model.prop.coefficients()`` (:math:`\theta`, the curve p on [0, 2]); with the default simplex
-    normalisation, (q, p) is identifiable, so q is an absolute node importance.
+    Explanations: :meth:`explain` returns an :class:`~fastnips.graph.Explanation` (per-node q, the
+    curve p on [0, 2] and its reading, the rows of R for small graphs), drawn by
+    :func:`fastnips.graph.plot_explanation`. After a forward pass, ``model.last_q`` (detached, shape
+    (n,)) and ``model.prop.coefficients()`` (:math:`\theta`) hold the same raw ingredients. With the
+    default simplex normalisation, (q, p) is identifiable, so q is an absolute node importance.
 
     Parameters
     ----------
@@ -187,6 +190,114 @@ class TikhonovGNN(nn.Module):
         -------
         torch.Tensor, shape (num_graphs, out_channels) or (n, out_channels)
         """
+        x, ei, b, edge_weight, num_graphs, L = self._inputs(x, edge_index, batch, edge_weight, num_graphs)
+        src = torch.as_tensor(ei[0], device=x.device)
+        dst = torch.as_tensor(ei[1], device=x.device)
+
+        q = self.node_weights(x, src, dst, edge_weight)
+        self.last_q = q.detach()
+        h = self.prop(self.lin_in(x), q, L=L)
+        if self.task == "node":
+            return self.classifier(h)
+        return self.classifier(self._pool(h, b, num_graphs))
+
+    @torch.no_grad()
+    def explain(self, data_or_x, edge_index=None, batch=None, *, graph: int | None = None, rows: bool = True,
+                max_nodes_for_rows: int = 500, edge_weight=None, num_points: int = 201):
+        r"""Explain the model on a graph or batch: node importances q, the filter p and the rows of R.
+
+        Runs the Q-network once (no gradient; ``last_q`` is left as it was) and reads the current
+        coefficients of ``self.prop``, then calls :func:`fastnips.graph.explain_tikhonov` with the
+        Laplacian the forward pass would use:
+
+        * ``q``: :math:`q = \mathrm{softplus}(f_\psi(X, A)) + q_{\min}` per node. Under the default
+          simplex scale it is an absolute importance (:math:`q_i \gg 1`: node i keeps its own
+          features; :math:`q_i \ll 1`: it takes its neighbourhood's). With ``scale="softplus"`` only
+          ratios of q are meaningful.
+        * the curve :math:`p_\theta(\lambda)` on a grid of [0, 2] and its reading (low-pass,
+          high-pass, band-pass, band-stop or flat; rule in :func:`fastnips.graph.filter_reading`),
+          and the response :math:`h(\lambda) = \bar q / (p(\lambda) + \bar q)` at the median q.
+        * ``R``: the dense :math:`(p(L) + Q)^{-1} Q` (row i: how much each node's projected features
+          :math:`XW + b` contribute to node i's output) when the explained nodes number at most
+          ``max_nodes_for_rows``. Since no non-linearity follows the propagation, a graph's logits
+          are linear in R's rows (see the class docstring).
+
+        Parameters
+        ----------
+        data_or_x : torch.Tensor or numpy array, shape (n, in_channels), or a PyG-like object
+            As for :meth:`forward`; a numpy array (or an object whose ``x`` is one, such as
+            :class:`fastnips.data.graphs.GraphSample`) is converted to the dtype and device of the
+            model's parameters.
+        edge_index, batch, edge_weight
+            As for :meth:`forward`.
+        graph : int, optional
+            Explain only graph ``graph`` of the batch (its q, its R, the median of its q); equals
+            explaining that graph alone. The result's ``nodes`` maps back to batch node ids and its
+            ``edge_index`` is the graph's own, in local ids.
+        rows : bool, default True
+            Compute R (and the spectrum of L) for small graphs.
+        max_nodes_for_rows : int, default 500
+            Largest number of explained nodes for which R is formed; above it ``R`` is None.
+        num_points : int, default 201
+            Points of the curve p on [0, 2].
+
+        Returns
+        -------
+        Explanation
+            See :class:`fastnips.graph.Explanation`; draw it with :func:`fastnips.graph.plot_explanation`.
+
+        Raises
+        ------
+        ValueError, TypeError
+            Bad inputs as for :meth:`forward`; ``graph`` out of range or without nodes; bad
+            ``max_nodes_for_rows`` or ``num_points``.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from fastnips.graph import TikhonovGNN
+        >>> model = TikhonovGNN(1, 8, 2)
+        >>> edge_index = torch.tensor([[0, 1, 1, 2, 3, 4], [1, 0, 2, 1, 4, 3]])   # a path and an edge
+        >>> e = model.explain(torch.ones(5, 1), edge_index, torch.tensor([0, 0, 0, 1, 1]), graph=0)
+        >>> e.reading, e.q.shape, e.R.shape, e.nodes.tolist()
+        ('low-pass', (3,), (3, 3), [0, 1, 2])
+        """
+        from .explain import explain_tikhonov
+
+        data_or_x = self._features_as_tensor(data_or_x)
+        x, ei, b, edge_weight, _, L = self._inputs(data_or_x, edge_index, batch, edge_weight, None)
+        src = torch.as_tensor(ei[0], device=x.device)
+        dst = torch.as_tensor(ei[1], device=x.device)
+        q = self.node_weights(x, src, dst, edge_weight)
+        q = q.detach().to(device="cpu", dtype=torch.float64).numpy()
+        theta = self.prop.coefficients().detach().to(device="cpu", dtype=torch.float64).numpy()
+        return explain_tikhonov(theta, q, L, basis=self.prop.basis, batch=b, graph=graph, rows=rows,
+                                max_nodes_for_rows=max_nodes_for_rows, num_points=num_points,
+                                backend=self.prop.backend)
+
+    def _features_as_tensor(self, data_or_x):
+        """A numpy feature matrix (bare or as ``obj.x``) as a tensor of the parameters' dtype and device."""
+        ref = self.q_head.weight
+
+        def convert(x):
+            if isinstance(x, np.ndarray) and x.dtype.kind == "f":
+                return torch.as_tensor(x, dtype=ref.dtype, device=ref.device)
+            return x
+
+        if isinstance(data_or_x, np.ndarray):
+            return convert(data_or_x)
+        if not isinstance(data_or_x, torch.Tensor) and isinstance(getattr(data_or_x, "x", None), np.ndarray) \
+                and hasattr(data_or_x, "edge_index"):
+            fields = {k: getattr(data_or_x, k) for k in ("edge_index", "batch", "edge_weight", "num_graphs")
+                      if getattr(data_or_x, k, None) is not None}
+            return SimpleNamespace(x=convert(data_or_x.x), **fields)
+        return data_or_x
+
+    def _inputs(self, x, edge_index, batch, edge_weight, num_graphs):
+        """Unpack a PyG-like object and validate (x, edge_index, batch, edge_weight); build L (float64 CSR).
+
+        Returns ``(x, edge_index as int64 numpy, batch as int64 numpy or None, edge_weight, num_graphs, L)``.
+        """
         if not isinstance(x, torch.Tensor) and hasattr(x, "x") and hasattr(x, "edge_index"):
             if edge_index is not None or batch is not None or edge_weight is not None or num_graphs is not None:
                 raise ValueError("pass either a PyG-like data object or tensors (x, edge_index, batch), not both")
@@ -219,15 +330,7 @@ class TikhonovGNN(nn.Module):
             edge_weight = edge_weight.to(device=x.device, dtype=x.dtype)
         # one Laplacian for the whole block-diagonal batch (validates weights too)
         L = graph_operator(n, edge_index=ei, edge_weight=edge_weight)
-        src = torch.as_tensor(ei[0], device=x.device)
-        dst = torch.as_tensor(ei[1], device=x.device)
-
-        q = self.node_weights(x, src, dst, edge_weight)
-        self.last_q = q.detach()
-        h = self.prop(self.lin_in(x), q, L=L)
-        if self.task == "node":
-            return self.classifier(h)
-        return self.classifier(self._pool(h, b, num_graphs))
+        return x, ei, b, edge_weight, num_graphs, L
 
     def _pool(self, h, b, num_graphs):
         n = h.shape[0]
