@@ -20,7 +20,9 @@ SIZES = {  # name: (n_rows = n_cols, average nonzeros per row)
     "n=1e6,nnz=1e7": (1_000_000, 10),
 }
 KS = [1, 16, 64]
-IMPLS = ["fastnips-cpp", "scipy", "torch.sparse", "memcpy"]
+IMPLS = ["fastnips-cpp", "scipy", "torch.sparse", "memcpy",
+         # GPU rows: run where a CUDA device is usable, skip with the reason elsewhere
+         "fastnips-cuda", "fastnips-triton", "torch.sparse-cuda"]
 
 
 @functools.lru_cache(maxsize=2)
@@ -46,6 +48,9 @@ def test_spmm(machine_facts, size, k, impl):
     A, X = problem(size, k)
     nbytes = traffic_bytes(A, X)
     benchmark.extra_info.update(traffic_bytes=nbytes, nnz=int(A.nnz), k=k)
+    if impl.endswith(("-cuda", "-triton")):
+        run_gpu(benchmark, impl, A, X)
+        return
     if impl == "memcpy":
         src = np.ones(nbytes // 8, dtype=np.float64)
         dst = np.empty_like(src)
@@ -65,4 +70,34 @@ def test_spmm(machine_facts, size, k, impl):
     Y = benchmark(run)
     # Every run checks ours and the peers against one oracle (scipy, float64 accumulation).
     ref = (A.astype(np.float64) @ X.astype(np.float64))
+    np.testing.assert_allclose(Y, ref, rtol=1e-4, atol=1e-4 * float(np.abs(ref).max()))
+
+
+def run_gpu(benchmark, impl, A, X):
+    """The same product on the GPU, timed with a device synchronisation; checked against scipy."""
+    from fastnips import _backend
+
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    backend = {"fastnips-cuda": "cuda", "fastnips-triton": "triton"}.get(impl)
+    if backend and not _backend.backend_available(backend):
+        pytest.skip(f"backend {backend!r} not available: {_backend.why_unavailable(backend)}")
+    dev = torch.device("cuda")
+    indptr, indices = (torch.from_numpy(a.astype(np.int64)).to(dev) for a in (A.indptr, A.indices))
+    data, Xd = torch.from_numpy(A.data).to(dev), torch.from_numpy(X).to(dev)
+    if backend:
+        def run():
+            Y = spmm(indptr, indices, data, Xd, backend=backend)
+            torch.cuda.synchronize()
+            return Y
+    else:
+        At = torch.sparse_csr_tensor(indptr, indices, data, size=A.shape, check_invariants=False)
+
+        def run():
+            Y = At @ Xd
+            torch.cuda.synchronize()
+            return Y
+    Y = benchmark(run).cpu().numpy()
+    ref = A.astype(np.float64) @ X.astype(np.float64)
     np.testing.assert_allclose(Y, ref, rtol=1e-4, atol=1e-4 * float(np.abs(ref).max()))
