@@ -16,7 +16,6 @@ from math import comb
 import numpy as np
 import pytest
 
-from fastnips import _backend
 from fastnips.data.graphs import ba_motifs, collate
 from fastnips.graph import (
     Explanation,
@@ -29,18 +28,6 @@ from fastnips.graph import (
     spring_layout,
 )
 from fastnips.graph import explain as explain_mod
-
-
-def cpp_available() -> bool:
-    C = _backend.native()
-    return _backend.backend_available("cpp") and C is not None and hasattr(C, "tikhonov_solve_cg")
-
-
-@pytest.fixture(params=["reference", "cpp"])
-def solver(request):
-    if request.param == "cpp" and not cpp_available():
-        pytest.skip("the cpp backend of tikhonov_solve is not in this build of fastnips._C")
-    return request.param
 
 
 @pytest.fixture(scope="module")

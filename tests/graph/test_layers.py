@@ -23,23 +23,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from fastnips import _backend  # noqa: E402
 from fastnips.graph import TikhonovGNN, TikhonovProp, normalized_laplacian, tikhonov_prop  # noqa: E402
 
 TIGHT = 1e-12
 F64 = torch.float64
 
 
-def cpp_available() -> bool:
-    C = _backend.native()
-    return _backend.backend_available("cpp") and C is not None and hasattr(C, "tikhonov_solve_cg")
-
-
-@pytest.fixture(params=["reference", "cpp"])
-def backend(request):
-    if request.param == "cpp" and not cpp_available():
-        pytest.skip("the cpp backend of tikhonov_solve is not in this build of fastnips._C")
-    return request.param
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -30,19 +30,8 @@ from fastnips.graph import reference as ref
 TOL64, TOL32 = 1e-10, 1e-5
 
 
-def cpp_available() -> bool:
-    C = _backend.native()
-    return _backend.backend_available("cpp") and C is not None and hasattr(C, "tikhonov_solve_cg")
 
 
-@pytest.fixture(params=["reference", "cpp"])
-def backend(request):
-    if request.param == "cpp" and not cpp_available():
-        pytest.skip("the cpp backend of tikhonov_solve is not in this build of fastnips._C")
-    return request.param
-
-
-needs_cpp = pytest.mark.skipif(not cpp_available(), reason="tikhonov_solve_cg is not in this build of fastnips._C")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -313,7 +302,7 @@ def test_agrees_monomial_basis(backend, graph):
     assert_close(tikhonov_solve(L, a, q, X, basis="monomial", backend=backend, tol=1e-12), Yref, TOL64)
 
 
-@needs_cpp
+@pytest.mark.usefixtures("require_cpp")
 @pytest.mark.parametrize("graph", list(GRAPHS))
 @pytest.mark.parametrize("F", [1, 8, 16, 24])
 def test_cpp_agrees_with_reference_float32(graph, F):
@@ -345,7 +334,7 @@ def test_reference_cg_path_agrees(monkeypatch):
     assert info.method == "cg"
 
 
-@needs_cpp
+@pytest.mark.usefixtures("require_cpp")
 def test_cpp_mixed_columns_and_compaction():
     """Columns converging at different iterations leave the block at different times (20 columns: block
     width 32, compacted to 16 once the early ones are done); each must still match the oracle. On a cycle
@@ -372,7 +361,7 @@ def test_cpp_mixed_columns_and_compaction():
     assert (np.delete(info.iterations, list(special)) > 3).all()
 
 
-@needs_cpp
+@pytest.mark.usefixtures("require_cpp")
 def test_cpp_threads_deterministic_and_consistent():
     ei, n = erdos_renyi(3000, 0.003, 12)  # big enough for the parallel path
     L = normalized_laplacian(ei, n)
@@ -384,7 +373,7 @@ def test_cpp_threads_deterministic_and_consistent():
     assert_close(Y1, Y2a, 1e-9)
 
 
-@needs_cpp
+@pytest.mark.usefixtures("require_cpp")
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
 def test_native_poly_apply_matches_assembled(dtype, index_dtype):
@@ -407,7 +396,7 @@ def test_native_poly_apply_matches_assembled(dtype, index_dtype):
             assert_close(Y, P @ V, rel)
 
 
-@needs_cpp
+@pytest.mark.usefixtures("require_cpp")
 def test_native_jacobi_diagonal():
     """diag(p(L)) used by the preconditioner: exact (mode 1) vs the assembled matrix for K = 0..9; the
     truncated diagonal (mode 2) is exact for K <= 2 and the diagonal of c0 + c1 T1 + c2 T2 beyond."""
@@ -441,7 +430,7 @@ def test_native_jacobi_diagonal():
         assert_close(Y2, Y, 1e-9)  # the preconditioner moves iterations, never the solution
 
 
-@needs_cpp
+@pytest.mark.usefixtures("require_cpp")
 def test_native_rejects_bad_structure():
     C = _backend.native()
     X = np.ones((2, 1))
@@ -618,7 +607,7 @@ def test_default_maxiter_is_generous_enough(backend):
     assert info.converged.all()
 
 
-@needs_cpp
+@pytest.mark.usefixtures("require_cpp")
 def test_cpp_detects_an_indefinite_operator():
     """A symmetric L with diagonal in [0, 2] but eigenvalue 4: p(lambda) = 2 - lambda is >= 0 on [0, 2]
     yet p(4) + q < 0, so CG meets negative curvature and must refuse rather than answer."""
