@@ -134,59 +134,59 @@ def _accuracy(logits, y) -> float:
     return float((logits.argmax(-1) == y).float().mean()) if y.numel() else float("nan")
 
 
+def _fit(model, train_epoch, validate, epochs: int, patience: int):
+    """Run ``train_epoch()`` up to ``epochs`` times, keep the weights with the best ``validate()`` key
+    (accuracy, then -loss), stop after ``patience`` epochs without improvement; returns (model, seconds)."""
+    best, best_key, wait = None, (-1.0, -math.inf), 0
+    t0 = time.perf_counter()
+    for _ in range(epochs):
+        model.train()
+        train_epoch()
+        model.eval()
+        with torch.no_grad():
+            key = validate()
+        if key > best_key:
+            best_key, best, wait = key, {k: v.clone() for k, v in model.state_dict().items()}, 0
+        else:
+            wait += 1
+            if wait >= patience:
+                break
+    model.load_state_dict(best)
+    return model, time.perf_counter() - t0
+
+
+def _key(logits, y):
+    return _accuracy(logits, y), -float(F.cross_entropy(logits, y))
+
+
 def train_graph_model(model, train, val, epochs: int, patience: int, seed: int):
     """Mini-batch training with early stopping on validation accuracy; returns (model, seconds)."""
     opt = torch.optim.Adam(model.parameters(), lr=LR)
     gen = np.random.default_rng(seed)
     xv, eiv, bv, yv = _tensors(val)
-    best, best_key, wait = None, (-1.0, -math.inf), 0
-    t0 = time.perf_counter()
-    for _ in range(epochs):
-        model.train()
+
+    def train_epoch():
         order = gen.permutation(len(train))
         for s in range(0, len(order), BATCH_SIZE):
             x, ei, b, y = _tensors([train[i] for i in order[s:s + BATCH_SIZE]])
             opt.zero_grad()
             F.cross_entropy(model(x, ei, b), y).backward()
             opt.step()
-        model.eval()
-        with torch.no_grad():
-            out = model(xv, eiv, bv)
-        key = (_accuracy(out, yv), -float(F.cross_entropy(out, yv)))
-        if key > best_key:
-            best_key, best, wait = key, {k: v.clone() for k, v in model.state_dict().items()}, 0
-        else:
-            wait += 1
-            if wait >= patience:
-                break
-    model.load_state_dict(best)
-    return model, time.perf_counter() - t0
+
+    return _fit(model, train_epoch, lambda: _key(model(xv, eiv, bv), yv), epochs, patience)
 
 
 def train_node_model(model, g, epochs: int, patience: int):
     opt = torch.optim.Adam(model.parameters(), lr=LR, weight_decay=5e-4)
     x, ei, y = torch.from_numpy(g.x), torch.from_numpy(g.edge_index), torch.from_numpy(g.y)
     tr, va = torch.from_numpy(g.train_mask), torch.from_numpy(g.val_mask)
-    best, best_key, wait = None, (-1.0, -math.inf), 0
-    t0 = time.perf_counter()
-    for _ in range(epochs):
-        model.train()
+
+    def train_epoch():
         opt.zero_grad()
-        out = model(x, ei)
-        F.cross_entropy(out[tr], y[tr]).backward()
+        F.cross_entropy(model(x, ei)[tr], y[tr]).backward()
         opt.step()
-        model.eval()
-        with torch.no_grad():
-            out = model(x, ei)
-        key = (_accuracy(out[va], y[va]), -float(F.cross_entropy(out[va], y[va])))
-        if key > best_key:
-            best_key, best, wait = key, {k: v.clone() for k, v in model.state_dict().items()}, 0
-        else:
-            wait += 1
-            if wait >= patience:
-                break
-    model.load_state_dict(best)
-    return model, time.perf_counter() - t0
+
+    return _fit(model, train_epoch, lambda: _key(model(x, ei)[va], y[va]), epochs, patience)
 
 
 # ---------------------------------------------------------------------------------------------------
