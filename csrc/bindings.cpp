@@ -9,6 +9,7 @@
 
 #include "causal/htc.h"
 #include "graph/tikhonov.h"
+#include "graph/tikhonov_dense.h"
 #include "ops/spmm.h"
 #ifdef FASTNIPS_WITH_CUDA
 #include "cuda/cuda_api.h"
@@ -376,6 +377,163 @@ py::array tikhonov_poly_apply(const py::array& indptr, const py::array& indices,
   return tikhonov_poly_apply_typed<double, int64_t>(indptr, indices, data, cheb, V, n_threads);
 }
 
+// ---------------------------------------------------------------------------------- graph: dense blocks
+
+using Int64Array = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+
+// The graph id of block b for messages: labels[b] when labels were given, else b.
+int64_t block_label(const py::object& labels, int64_t b) {
+  if (labels.is_none() || b < 0) return b;
+  const auto arr = labels.cast<Int64Array>();
+  return b < arr.shape(0) ? arr.data()[b] : b;
+}
+
+std::string dense_error(const fg::DenseStatus& st, const py::object& labels, const int64_t* offsets) {
+  using S = fg::DenseStatus;
+  std::ostringstream os;
+  switch (st.kind) {
+    case S::kIndptrStart:
+    case S::kIndptrEnd:
+    case S::kIndptrDecreasing:
+    case S::kIndexOutOfRange: os << "L: " << csr_message(st.kind, st.row, st.position, st.value); break;
+    case S::kNotPositiveDefinite:
+      os << "p(L) + diag(q) is not positive definite on graph " << block_label(labels, st.block) << " ("
+         << (offsets ? offsets[st.block + 1] - offsets[st.block] : -1)
+         << " nodes): its dense Cholesky factorisation met a pivot <= 0; L must be symmetric with its spectrum in "
+            "[0, 2] (a normalized Laplacian), q > 0 and p >= 0 on [0, 2]";
+      break;
+    case S::kCrossBlock:
+      os << "batch does not match L: L[" << st.row << ", " << st.value << "] != 0 joins graph "
+         << block_label(labels, st.block) << " to graph " << block_label(labels, st.other)
+         << "; a block-diagonal batch has no edge between two graphs";
+      break;
+    case S::kBadOrder:
+      os << "order must be a permutation of [0, n): order[" << st.position << "] = " << st.value
+         << " is out of range or repeated";
+      break;
+    case S::kBadOffsets:
+      os << "offsets must rise from 0 to n: offsets[" << st.position << "] = " << st.value;
+      break;
+    case S::kBadArgument: os << "tikhonov_dense: a size is out of range"; break;
+    default: os << "unknown error";
+  }
+  return os.str();
+}
+
+// order: one entry per node; offsets: 0 = offsets[0] <= ... <= offsets[-1] = n (checked here because the
+// factor layout is computed from them before the kernel runs; the kernel checks order).
+void check_order_offsets(const Int64Array& order, const Int64Array& offsets, int64_t n) {
+  if (order.ndim() != 1 || order.shape(0) != n)
+    throw py::value_error("order must have shape (" + std::to_string(n) + ",), one entry per node");
+  if (offsets.ndim() != 1 || offsets.shape(0) < 1)
+    throw py::value_error("offsets must be 1-D with n_blocks + 1 >= 1 entries");
+  const int64_t* off = offsets.data();
+  const int64_t last = int64_t(offsets.shape(0)) - 1;
+  for (int64_t b = 0; b <= last; ++b)
+    if ((b == 0 && off[0] != 0) || (b > 0 && off[b] < off[b - 1]) || (b == last && off[b] != n))
+      throw py::value_error("offsets must rise from 0 to n = " + std::to_string(n) + ": offsets[" +
+                            std::to_string(b) + "] = " + std::to_string(off[b]));
+}
+
+template <typename T, typename I>
+py::array tikhonov_dense_factor_typed(const py::array& indptr, const py::array& indices, const py::array& data,
+                                      const py::array& cheb, const py::array& q, const Int64Array& order,
+                                      const Int64Array& offsets, const py::object& labels, int n_threads) {
+  const int64_t n = int64_t(indptr.shape(0)) - 1;
+  const int64_t n_blocks = int64_t(offsets.shape(0)) - 1;
+  const int64_t* off = offsets.data();
+  std::vector<int64_t> fo(size_t(n_blocks) + 1);
+  const int64_t total = fg::dense_factor_offsets(off, n_blocks, fo.data());
+  py::array_t<T> factors(total);
+  const I* ip = static_cast<const I*>(indptr.data());
+  const I* ix = static_cast<const I*>(indices.data());
+  const T* d = static_cast<const T*>(data.data());
+  const double* c = static_cast<const double*>(cheb.data());
+  const T* qq = static_cast<const T*>(q.data());
+  const int64_t* ord = order.data();
+  T* f = factors.mutable_data();
+  fg::DenseStatus st;
+  {
+    py::gil_scoped_release release;
+    st = fg::tikhonov_dense_factor<T, I>(n, int64_t(indices.shape(0)), ip, ix, d, c, int64_t(cheb.shape(0)) - 1, qq,
+                                         ord, off, n_blocks, fo.data(), f, n_threads);
+  }
+  if (!st.ok()) throw py::value_error(dense_error(st, labels, off));
+  return factors;
+}
+
+py::array tikhonov_dense_factor(const py::array& indptr, const py::array& indices, const py::array& data,
+                                const py::array& cheb, const py::array& q, const Int64Array& order,
+                                const Int64Array& offsets, const py::object& labels, int n_threads) {
+  const int64_t n = int64_t(indptr.shape(0)) - 1;
+  // the CSR and cheb checks of the CG path, with q as an (n, 1) array (n rows, the dtype of data)
+  require_1d_contig(q, "q");
+  if (q.shape(0) != n)
+    throw py::value_error("q has " + std::to_string(q.shape(0)) + " entries, L has " + std::to_string(n) + " rows");
+  check_tikhonov_arrays(indptr, indices, data, cheb, q.attr("reshape")(n, 1).cast<py::array>(), "q");
+  check_order_offsets(order, offsets, n);
+  if (!labels.is_none()) {
+    const auto lab = labels.cast<Int64Array>();
+    if (lab.ndim() != 1 || lab.shape(0) != offsets.shape(0) - 1)
+      throw py::value_error("labels must have one graph id per block");
+  }
+  const bool i32 = is_dtype<int32_t>(indptr), f32 = is_dtype<float>(data);
+  if (f32 && i32) return tikhonov_dense_factor_typed<float, int32_t>(indptr, indices, data, cheb, q, order, offsets,
+                                                                     labels, n_threads);
+  if (f32) return tikhonov_dense_factor_typed<float, int64_t>(indptr, indices, data, cheb, q, order, offsets, labels,
+                                                              n_threads);
+  if (i32) return tikhonov_dense_factor_typed<double, int32_t>(indptr, indices, data, cheb, q, order, offsets, labels,
+                                                               n_threads);
+  return tikhonov_dense_factor_typed<double, int64_t>(indptr, indices, data, cheb, q, order, offsets, labels,
+                                                      n_threads);
+}
+
+template <typename T>
+py::array tikhonov_dense_solve_typed(const py::array& factors, const Int64Array& order, const Int64Array& offsets,
+                                     const py::array& B, const py::object& scale, int n_threads) {
+  const int64_t n = B.shape(0), F = B.shape(1);
+  const int64_t n_blocks = int64_t(offsets.shape(0)) - 1;
+  const int64_t* off = offsets.data();
+  std::vector<int64_t> fo(size_t(n_blocks) + 1);
+  const int64_t total = fg::dense_factor_offsets(off, n_blocks, fo.data());
+  if (factors.shape(0) != total)
+    throw py::value_error("factors has " + std::to_string(factors.shape(0)) + " entries, the blocks need " +
+                          std::to_string(total) + " (sum of squared block sizes)");
+  const T* s = nullptr;
+  py::array sarr;
+  if (!scale.is_none()) {
+    sarr = scale.cast<py::array>();
+    require_1d_contig(sarr, "scale");
+    if (sarr.shape(0) != n) throw py::value_error("scale must have one entry per row of B");
+    if (!is_dtype<T>(sarr)) throw py::type_error("scale, factors and B must share one dtype (float32 or float64)");
+    s = static_cast<const T*>(sarr.data());
+  }
+  py::array_t<T> Y({n, F});
+  const T* f = static_cast<const T*>(factors.data());
+  const T* b = static_cast<const T*>(B.data());
+  T* y = Y.mutable_data();
+  const int64_t* ord = order.data();
+  fg::DenseStatus st;
+  {
+    py::gil_scoped_release release;
+    st = fg::tikhonov_dense_solve<T>(n, ord, off, n_blocks, fo.data(), f, s, b, F, y, n_threads);
+  }
+  if (!st.ok()) throw py::value_error(dense_error(st, py::none(), off));
+  return Y;
+}
+
+py::array tikhonov_dense_solve(const py::array& factors, const Int64Array& order, const Int64Array& offsets,
+                               const py::array& B, const py::object& scale, int n_threads) {
+  require_1d_contig(factors, "factors");
+  if (B.ndim() != 2 || !(B.flags() & py::array::c_style))
+    throw py::value_error("B must be a C-contiguous 2-D array");
+  check_order_offsets(order, offsets, B.shape(0));
+  if (!factors.dtype().is(B.dtype())) throw py::type_error("factors and B must share one dtype (float32 or float64)");
+  if (is_dtype<float>(B)) return tikhonov_dense_solve_typed<float>(factors, order, offsets, B, scale, n_threads);
+  if (is_dtype<double>(B)) return tikhonov_dense_solve_typed<double>(factors, order, offsets, B, scale, n_threads);
+  throw py::type_error("factors/B must be float32 or float64");
+}
+
 py::dict build_info() {
   py::dict info;
   info["version"] = FASTNIPS_VERSION;
@@ -427,6 +585,15 @@ PYBIND11_MODULE(_C, m) {
         py::arg("diagonal") = 0, py::arg("diagonal_work_limit") = 0, py::arg("max_restarts") = 2,
         "Jacobi-PCG for (p(L) + diag q) Y = diag(q) X, p in the Chebyshev basis of L - I; returns "
         "(Y, iterations, residuals, jacobi_diagonal, diagonal_exact). See fastnips.graph.tikhonov_solve.");
+  m.def("tikhonov_dense_factor", &tikhonov_dense_factor, py::arg("indptr"), py::arg("indices"), py::arg("data"),
+        py::arg("cheb"), py::arg("q"), py::arg("order"), py::arg("offsets"), py::arg("labels") = py::none(),
+        py::arg("n_threads") = 0,
+        "Dense Cholesky factors of p(L_b) + diag(q_b) for the blocks b of a block-diagonal L (node order[offsets[b] "
+        "+ i] is node i of block b; labels: graph ids for messages); returns the factors packed (sum m_b^2). See "
+        "fastnips.graph.tikhonov_factorize.");
+  m.def("tikhonov_dense_solve", &tikhonov_dense_solve, py::arg("factors"), py::arg("order"), py::arg("offsets"),
+        py::arg("B"), py::arg("scale") = py::none(), py::arg("n_threads") = 0,
+        "Y = A^{-1} (scale o B) block by block with the factors of tikhonov_dense_factor (scale None: 1).");
   m.def("tikhonov_poly_apply", &tikhonov_poly_apply, py::arg("indptr"), py::arg("indices"), py::arg("data"),
         py::arg("cheb"), py::arg("V"), py::arg("n_threads") = 0,
         "p(L) V for CSR L and p in the Chebyshev basis of L - I (K fused sparse products).");
@@ -451,6 +618,25 @@ PYBIND11_MODULE(_C, m) {
       py::arg("n_rows"), py::arg("k"), py::arg("indptr"), py::arg("indices"), py::arg("data"), py::arg("X"),
       py::arg("Y"), py::arg("index_bits"), py::arg("dtype_bits"), py::arg("stream"),
       "Device SpMM on raw device pointers (used by fastnips.ops.spmm for CUDA torch tensors).");
+  m.def(
+      "tikhonov_cheb_step_cuda",
+      [](int64_t n, int64_t nnz, int64_t F, std::uintptr_t indptr, std::uintptr_t indices, std::uintptr_t data,
+         std::uintptr_t cur, std::uintptr_t prev, std::uintptr_t next, std::uintptr_t acc, std::uintptr_t V,
+         std::uintptr_t q, std::uintptr_t dots, double c0, double ck, bool first, int index_bits, int dtype_bits,
+         std::uintptr_t stream) {
+        std::string err;
+        {
+          py::gil_scoped_release release;
+          err = fastnips::cuda::tikhonov_cheb_step(n, nnz, F, indptr, indices, data, cur, prev, next, acc, V, q,
+                                                   dots, c0, ck, first, index_bits, dtype_bits, stream);
+        }
+        if (!err.empty()) throw std::runtime_error("tikhonov_cheb_step_cuda: " + err);
+      },
+      py::arg("n"), py::arg("nnz"), py::arg("F"), py::arg("indptr"), py::arg("indices"), py::arg("data"),
+      py::arg("cur"), py::arg("prev"), py::arg("next"), py::arg("acc"), py::arg("V"), py::arg("q"), py::arg("dots"),
+      py::arg("c0"), py::arg("ck"), py::arg("first"), py::arg("index_bits"), py::arg("dtype_bits"),
+      py::arg("stream"),
+      "One fused Chebyshev stage of p(L) V on raw device pointers (used by fastnips.graph._device).");
 #else
   m.def("cuda_device_count", [] { return 0; });
   m.def("cuda_probe_error", [] { return std::string("built without CUDA (FASTNIPS_CUDA=OFF or no nvcc)"); });

@@ -4,7 +4,7 @@ Nothing here runs at ``import fastnips``: each getter imports on first use and c
 ``*_or_none`` return ``None`` where the package is missing or switched off; the plain getters raise an
 ``ImportError`` that says what to install. Kill switches (any non-empty value other than ``0``):
 
-``FASTNIPS_DISABLE_TRITON``, ``FASTNIPS_DISABLE_CUPY`` (and, in :mod:`fastnips._backend`,
+``FASTNIPS_DISABLE_TRITON``, ``FASTNIPS_DISABLE_CUPY``, ``FASTNIPS_DISABLE_CHOLMOD`` (and, in :mod:`fastnips._backend`,
 ``FASTNIPS_DISABLE_CPP`` and ``FASTNIPS_DISABLE_CUDA``).
 """
 
@@ -22,6 +22,7 @@ _INSTALL_HINT = {
     "networkx": "pip install networkx (fastnips[graph])",
     "sklearn": "pip install scikit-learn (fastnips[data])",
     "matplotlib": "pip install matplotlib (fastnips[plot])",
+    "sksparse.cholmod": "pip install scikit-sparse (needs SuiteSparse: apt install libsuitesparse-dev)",
 }
 
 
@@ -53,6 +54,14 @@ def torch():
 
 def torch_or_none():
     return _try_import("torch")
+
+
+def cholmod_or_none():
+    """scikit-sparse's CHOLMOD wrapper (``sksparse.cholmod``), or None when missing or switched off
+    (FASTNIPS_DISABLE_CHOLMOD); fastnips.graph's ``method="direct"`` then uses scipy's SuperLU."""
+    if switched_off("cholmod"):
+        return None
+    return _try_import("sksparse.cholmod")
 
 
 def triton_or_none():

@@ -433,3 +433,24 @@ def test_induced_motif_checker_rejects_non_motifs():
     assert induced_motif(sample([[0, 2], [0, 3], [0, 4], [1, 2], [1, 3], [1, 4]])) is None  # K_{2,3}
     assert induced_motif(sample([[0, 1], [1, 2], [2, 0], [3, 4]])) is None  # triangle + edge
     assert induced_motif(sample([[0, 1], [1, 2], [2, 3], [3, 4]])) is None  # path
+
+
+def test_erdos_renyi_and_undirected_edge_index():
+    from fastnips.data.graphs import erdos_renyi_edges, undirected_edge_index
+
+    ei = undirected_edge_index([(0, 1), (1, 2)])
+    assert ei.tolist() == [[0, 1, 1, 2], [1, 2, 0, 1]]
+    assert ei.dtype == np.int64
+    full = erdos_renyi_edges(6, 1.0, seed=3)
+    assert full.shape == (2, 30)  # every pair, both directions
+    assert undirected_set(full) == {(i, j) for i in range(6) for j in range(i + 1, 6)}
+    assert erdos_renyi_edges(6, 0.0).shape == (2, 0)
+    a, b = erdos_renyi_edges(40, 0.2, seed=1), erdos_renyi_edges(40, 0.2, seed=1)
+    np.testing.assert_array_equal(a, b)
+    m = a.shape[1] // 2
+    assert 0.1 < m / (40 * 39 / 2) < 0.3
+    np.testing.assert_array_equal(a[:, m:], a[::-1, :m])  # the pairs, then their reverses
+    with pytest.raises(ValueError, match=r"p must lie in \[0.0, 1.0\]"):
+        erdos_renyi_edges(5, 1.5)
+    with pytest.raises(ValueError, match="num_nodes"):
+        erdos_renyi_edges(-1, 0.5)

@@ -40,6 +40,9 @@ def test_smoke_report_has_all_rows(capsys):
         assert sum(line.startswith(f"| {m} |") for line in rows) == 2  # tables (a) and (b)
     assert any(line.startswith("| TikhonovGNN q |") for line in rows)
     for h in mod.HOMOPHILIES:
-        (row,) = [line for line in rows if line.startswith(f"| {h} |")]
-        assert row.count("|") == len(mod.MODELS) + 7
-        assert "n/a" not in row
+        (acc_row,) = [line for line in rows if line.startswith(f"| {h} | 0") or line.startswith(f"| {h} | 1")]
+        assert acc_row.count("|") == len(mod.NODE_MODELS) + 2
+        p_rows = [line for line in rows if line.startswith(f"| {h} | Tikhonov")]
+        assert [r.split("|")[2].strip() for r in p_rows] == list(mod.TIKHONOV)
+        for row in (acc_row, *p_rows):
+            assert "n/a" not in row

@@ -188,7 +188,7 @@ def test_model_explain_matches_its_parts_and_slices_batches(motif_graphs):
     from fastnips.graph import TikhonovGNN
 
     torch.manual_seed(0)
-    model = TikhonovGNN(x.shape[1], 8, 2, K=3).double()
+    model = TikhonovGNN(x.shape[1], 8, 2, K=3, init="lowpass").double()
     X, E, B = torch.tensor(x, dtype=torch.float64), torch.tensor(edge_index), torch.tensor(batch)
     model(X, E, B)
     before = model.last_q.clone()
@@ -201,7 +201,7 @@ def test_model_explain_matches_its_parts_and_slices_batches(motif_graphs):
     theta = model.prop.coefficients().detach().numpy()
     np.testing.assert_allclose(e.coeffs, theta, rtol=1e-15)
     np.testing.assert_allclose(e.p, evaluate_polynomial(theta, e.lam), atol=1e-15)
-    assert e.reading == "low-pass"  # the default init, theta_k proportional to k + 1
+    assert e.reading == "low-pass"  # init="lowpass": theta_k proportional to k + 1
     assert e.R.shape == (75, 75)  # the whole batch: 75 <= max_nodes_for_rows
     assert model.explain(X, E, B, max_nodes_for_rows=74).R is None
 
@@ -214,7 +214,7 @@ def test_model_explain_matches_its_parts_and_slices_batches(motif_graphs):
         np.testing.assert_array_equal(part.edge_index, alone.edge_index)
         np.testing.assert_array_equal(part.nodes, np.flatnonzero(batch == g))
 
-    flat = TikhonovGNN(x.shape[1], 4, 2, init="uniform")
+    flat = TikhonovGNN(x.shape[1], 4, 2)  # the default init="uniform": p constant
     assert flat.explain(x, edge_index, batch).reading == "flat"  # numpy x, float32 model
 
 

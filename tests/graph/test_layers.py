@@ -375,7 +375,7 @@ def test_gnn_pooling_readouts(two_graphs):
     out3 = m(x, edge_index, batch, num_graphs=3)
     assert out3.shape == (3, 2)
     assert max_rel(out3[:2], outs["max"]) < 1e-12
-    assert torch.allclose(out3[2], m.classifier.bias)
+    assert torch.allclose(out3[2], m.classifier(torch.zeros(1, 8, dtype=F64))[0])
 
 
 def test_gnn_permutation_equivariance(two_graphs):
@@ -466,7 +466,7 @@ def triangle_dataset(num=24, seed=0):
     return x, edge_index, batch, torch.tensor(labels)
 
 
-def train(steps=30, seed=0):
+def train(steps=60, seed=0):
     x, edge_index, batch, y = triangle_dataset()
     torch.manual_seed(seed)
     model = TikhonovGNN(3, 16, 2, q_layers=2, K=4, pooling="max").double()
@@ -484,7 +484,7 @@ def train(steps=30, seed=0):
 
 
 def test_gnn_trains_on_triangles():
-    """30 Adam steps on 24 graphs (trees vs trees + one triangle): the loss falls from chance (ln 2)."""
+    """60 Adam steps on 24 graphs (trees vs trees + one triangle): the loss falls from chance (ln 2)."""
     losses, accuracy, model = train()
     assert all(math.isfinite(v) for v in losses)
     assert losses[-1] < 0.75 * losses[0], losses

@@ -19,6 +19,8 @@ import pytest
 import scipy.sparse as sp
 
 from fastnips import _backend
+from fastnips.data.graphs import erdos_renyi_edges
+from fastnips.data.graphs import undirected_edge_index as undirected
 from fastnips.graph import (
     chebyshev_coefficients,
     evaluate_polynomial,
@@ -38,16 +40,8 @@ TOL64, TOL32 = 1e-10, 1e-5
 # graphs (PyG-style edge lists: every undirected edge in both directions)
 
 
-def undirected(pairs) -> np.ndarray:
-    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-    return np.concatenate([pairs.T, pairs.T[::-1]], axis=1)
-
-
 def erdos_renyi(n, p, seed):
-    rng = np.random.default_rng(seed)
-    iu = np.triu_indices(n, 1)
-    keep = rng.random(iu[0].size) < p
-    return undirected(np.stack([iu[0][keep], iu[1][keep]], 1)), n
+    return erdos_renyi_edges(n, p, seed=seed), n
 
 
 def grid(rows, cols):
@@ -646,8 +640,8 @@ BAD = {
     "2-D coeffs": (lambda L, t, q, X: (L, [[1.0, 2.0]], q, X), {}, ValueError, "non-empty 1-D"),
     "unknown basis": (lambda L, t, q, X: (L, t, q, X), {"basis": "chebyshev"}, ValueError, "basis must be one of"),
     "unknown backend": (lambda L, t, q, X: (L, t, q, X), {"backend": "fortran"}, ValueError, "unknown backend"),
-    "unsupported backend": (lambda L, t, q, X: (L, t, q, X), {"backend": "triton"}, ValueError,
-                            "tikhonov_solve has no 'triton' backend"),
+    "unsupported backend": (lambda L, t, q, X: (L, t, q, X), {"backend": "cupy"}, ValueError,
+                            "tikhonov_solve has no 'cupy' backend"),
     "tol 0": (lambda L, t, q, X: (L, t, q, X), {"tol": 0.0}, ValueError, r"tol must lie in \(0, 1\)"),
     "tol 1": (lambda L, t, q, X: (L, t, q, X), {"tol": 1.0}, ValueError, r"tol must lie in \(0, 1\)"),
     "maxiter 0": (lambda L, t, q, X: (L, t, q, X), {"maxiter": 0}, ValueError, "maxiter must be a positive int"),

@@ -41,6 +41,8 @@ __all__ = [
     "contextual_sbm",
     "digits_grid_graphs",
     "edge_homophily",
+    "erdos_renyi_edges",
+    "undirected_edge_index",
 ]
 
 #: Class label of each motif in :func:`ba_motifs` (the BA-2motifs convention: house 0, cycle 1).
@@ -204,6 +206,55 @@ def _check_real(name: str, value, lo: float | None = None, hi: float | None = No
     if (lo is not None and value < lo) or (hi is not None and value > hi):
         raise ValueError(f"{name} must lie in [{lo}, {hi}], got {value}")
     return float(value)
+
+
+def undirected_edge_index(pairs) -> np.ndarray:
+    """A PyG ``edge_index`` listing every undirected pair in both directions.
+
+    Parameters
+    ----------
+    pairs : array-like of int, shape (E, 2) (or anything that reshapes to it)
+        Undirected edges ``(u, v)``, each once (distinct, no self loops: not checked).
+
+    Returns
+    -------
+    ndarray of int64, shape (2, 2E)
+        The E pairs as given, then their E reverses: so per-edge weights ``w`` of the pairs become
+        ``np.concatenate([w, w])``.
+
+    Examples
+    --------
+    >>> undirected_edge_index([(0, 1), (1, 2)]).tolist()
+    [[0, 1, 1, 2], [1, 2, 0, 1]]
+    """
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    return np.concatenate([pairs.T, pairs.T[::-1]], axis=1)
+
+
+def erdos_renyi_edges(num_nodes: int, p: float, *, seed=0) -> np.ndarray:
+    """The ``edge_index`` of a G(n, p) random graph: each of the n(n-1)/2 pairs is an edge with probability p.
+
+    Dense sampling (one draw per pair), meant for small graphs (n up to a few thousand).
+
+    Parameters
+    ----------
+    num_nodes : int
+        n >= 0.
+    p : float
+        Edge probability in [0, 1].
+    seed : int, numpy.random.Generator or None, default 0
+
+    Returns
+    -------
+    ndarray of int64, shape (2, 2E)
+        Both directions of every edge (see :func:`undirected_edge_index`).
+    """
+    n = _check_int("num_nodes", num_nodes, 0)
+    p = _check_real("p", p, 0.0, 1.0)
+    rng = np.random.default_rng(seed)
+    iu = np.triu_indices(n, 1)
+    keep = rng.random(iu[0].size) < p
+    return undirected_edge_index(np.stack([iu[0][keep], iu[1][keep]], 1))
 
 
 def _to_edge_index(pairs: np.ndarray) -> np.ndarray:

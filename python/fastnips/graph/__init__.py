@@ -2,12 +2,16 @@ r"""Graph learning: the generalised Tikhonov layer (arXiv 2605.28578) and what i
 
 * :func:`normalized_laplacian` -- :math:`L = I - D^{-1/2} A D^{-1/2}` from a PyG ``edge_index``.
 * :func:`tikhonov_solve` -- :math:`Y = (p(L) + \mathrm{diag}(q))^{-1} \mathrm{diag}(q) X`, the exact
-  minimiser of :math:`z^\top p(L) z + (z - x)^\top Q (z - x)` per column; backends ``cpp`` (block
-  Jacobi-preconditioned CG, OpenMP) and ``reference`` (scipy).
+  minimiser of :math:`z^\top p(L) z + (z - x)^\top Q (z - x)` per column; methods ``cg`` (matrix-free;
+  backends ``cpp``: block Jacobi-preconditioned CG, OpenMP, and ``reference``: scipy), ``direct`` (sparse
+  Cholesky: CHOLMOD or SuperLU) and ``dense`` (batched dense Cholesky per graph of a PyG batch; cpp and
+  reference).
+* :func:`tikhonov_factorize`, :class:`TikhonovFactor` -- factorise :math:`p(L) + \mathrm{diag}(q)` once
+  (``direct`` or ``dense``), then solve forward and adjoint right-hand sides with it.
 * :func:`evaluate_polynomial`, :func:`chebyshev_coefficients` -- the filter polynomial p on [0, 2].
 * :class:`TikhonovProp`, :func:`tikhonov_prop` -- the layer as a torch module / function: forward one
-  solve, backward one adjoint solve with the same operator (never unrolled); learnable Bernstein
-  coefficients on the simplex.
+  solve, backward one adjoint solve with the same operator (never unrolled; with ``direct``/``dense`` the
+  forward's factor is reused); learnable Bernstein coefficients on the simplex.
 * :class:`TikhonovGNN` -- GIN Q-network producing q > 0, one Tikhonov layer, readout; node or graph tasks,
   PyG-style ``(x, edge_index, batch)`` or a PyG ``Data``/``Batch`` object; ``model.explain(...)``.
 * :class:`Explanation`, :func:`explain_tikhonov`, :func:`filter_reading` -- the explanation (q per node,
@@ -19,10 +23,17 @@ r"""Graph learning: the generalised Tikhonov layer (arXiv 2605.28578) and what i
 from __future__ import annotations
 
 from .laplacian import normalized_laplacian
-from .tikhonov import TikhonovInfo, chebyshev_coefficients, evaluate_polynomial, tikhonov_solve
+from .tikhonov import (
+    TikhonovFactor,
+    TikhonovInfo,
+    chebyshev_coefficients,
+    evaluate_polynomial,
+    tikhonov_factorize,
+    tikhonov_solve,
+)
 
-__all__ = ["TikhonovInfo", "chebyshev_coefficients", "evaluate_polynomial", "normalized_laplacian",
-           "tikhonov_solve"]
+__all__ = ["TikhonovFactor", "TikhonovInfo", "chebyshev_coefficients", "evaluate_polynomial", "normalized_laplacian",
+           "tikhonov_factorize", "tikhonov_solve"]
 
 # torch layers, loaded on first use so that `import fastnips.graph` does not import torch
 _LAZY = {"TikhonovProp": ".layers", "tikhonov_prop": ".layers", "TikhonovGNN": ".models"}

@@ -28,7 +28,16 @@ from torch import nn
 
 from .laplacian import normalized_laplacian
 from .reference import BASES
-from .tikhonov import _as_csr, chebyshev_coefficients, tikhonov_solve
+from .tikhonov import (
+    METHODS,
+    _as_csr,
+    _device_backend,
+    _graph_ids,
+    _pick_method,
+    chebyshev_coefficients,
+    tikhonov_factorize,
+    tikhonov_solve,
+)
 
 __all__ = ["SCALES", "TikhonovProp", "tikhonov_prop"]
 
@@ -71,13 +80,24 @@ def _np(t: torch.Tensor, dtype: torch.dtype) -> np.ndarray:
 
 
 class _TikhonovSolveFn(torch.autograd.Function):
-    """Y = (p(L) + diag(q))^{-1} diag(q) X, backward by one adjoint solve. See :func:`tikhonov_prop`."""
+    """Y = (p(L) + diag(q))^{-1} diag(q) X, backward by one adjoint solve. See :func:`tikhonov_prop`.
+
+    ``method`` is concrete ("cg", "direct" or "dense"). For "direct" and "dense" forward factorises
+    A = p(L) + Q once (:func:`fastnips.graph.tikhonov_factorize`) and keeps the factor in ctx; backward's
+    adjoint solve reuses it (two triangular solves, no second factorisation). "cg" runs two CG solves.
+    """
 
     @staticmethod
-    def forward(ctx, x, q, theta, L, basis, backend, tol, backward_tol):
+    def forward(ctx, x, q, theta, L, basis, backend, tol, backward_tol, method="cg", batch=None):
         wd = _work_dtype(x)
         X, qn, th = _np(x, wd), _np(q, torch.float64), _np(theta, torch.float64)
-        Y = tikhonov_solve(L, th, qn, X, basis=basis, tol=tol, backend=backend)
+        ctx.factor = None
+        if method == "cg":
+            Y = tikhonov_solve(L, th, qn, X, basis=basis, tol=tol, backend=backend, method="cg")
+        else:
+            ctx.factor = tikhonov_factorize(L, th, qn, basis=basis, method=method, batch=batch, backend=backend,
+                                            dtype=X.dtype)
+            Y = ctx.factor.solve(X)
         y = torch.from_numpy(np.ascontiguousarray(Y)).to(device=x.device, dtype=x.dtype)
         ctx.save_for_backward(x, q, theta, y)
         ctx.L, ctx.basis, ctx.backend = L, basis, backend
@@ -90,13 +110,17 @@ class _TikhonovSolveFn(torch.autograd.Function):
         x, q, theta, y = ctx.saved_tensors
         need_x, need_q, need_theta = ctx.needs_input_grad[:3]
         if not (need_x or need_q or need_theta):
-            return (None,) * 8
+            return (None,) * 10
         wd = _work_dtype(x)
         G = _np(grad_y, wd)
         qn, th = _np(q, torch.float64), _np(theta, torch.float64)
         qw = qn.astype(G.dtype).reshape((-1,) + (1,) * (G.ndim - 1))
-        # A lambda = g with A = p(L) + Q symmetric: tikhonov_solve solves A Y = Q X, so pass X = g / q.
-        Lam = tikhonov_solve(ctx.L, th, qn, G / qw, basis=ctx.basis, tol=ctx.backward_tol, backend=ctx.backend)
+        if ctx.factor is not None:  # A lambda = g with the factor of forward (A is symmetric)
+            Lam = ctx.factor.solve_adjoint(G)
+        else:
+            # A lambda = g with A = p(L) + Q symmetric: tikhonov_solve solves A Y = Q X, so pass X = g / q.
+            Lam = tikhonov_solve(ctx.L, th, qn, G / qw, basis=ctx.basis, tol=ctx.backward_tol, backend=ctx.backend,
+                                 method="cg")
         Lam = np.asarray(Lam, dtype=G.dtype)
         gx = gq = gth = None
         if need_x:
@@ -113,6 +137,62 @@ class _TikhonovSolveFn(torch.autograd.Function):
             s = _chebyshev_moments(ctx.L, Lam, Y, K)
             gth_np = -(_basis_to_chebyshev(K, ctx.basis).T @ s)
             gth = torch.from_numpy(gth_np).to(device=theta.device, dtype=theta.dtype)
+        return gx, gq, gth, None, None, None, None, None, None, None
+
+
+class _TikhonovDeviceFn(torch.autograd.Function):
+    """The same function as :class:`_TikhonovSolveFn` with every tensor kept on x's device: forward and
+    adjoint CG solves with ``backend="triton"|"cuda"`` (:mod:`fastnips.graph._device`), the gradients in
+    torch ops, the theta gradient's Chebyshev moments by torch sparse CSR products on the device."""
+
+    @staticmethod
+    def forward(ctx, x, q, theta, L, basis, backend, tol, backward_tol):
+        wd = _work_dtype(x)
+        th = _np(theta, torch.float64)
+        y = tikhonov_solve(L, th, q.detach().to(wd), x.detach().to(wd), basis=basis, tol=tol, backend=backend,
+                           method="cg")
+        ctx.save_for_backward(x, q, theta, y)
+        ctx.L, ctx.basis, ctx.backend = L, basis, backend
+        ctx.backward_tol = tol if backward_tol is None else backward_tol
+        return y.to(x.dtype)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_y):
+        x, q, theta, y = ctx.saved_tensors
+        need_x, need_q, need_theta = ctx.needs_input_grad[:3]
+        if not (need_x or need_q or need_theta):
+            return (None,) * 8
+        wd = _work_dtype(x)
+        G = grad_y.detach().to(wd)
+        qw = q.detach().to(wd).reshape((-1,) + (1,) * (G.dim() - 1))
+        th = _np(theta, torch.float64)
+        Lam = tikhonov_solve(ctx.L, th, qw.reshape(-1), G / qw, basis=ctx.basis, tol=ctx.backward_tol,
+                             backend=ctx.backend, method="cg")
+        gx = gq = gth = None
+        if need_x:
+            gx = (qw * Lam).to(x.dtype)
+        if need_q:
+            d = Lam * (x.detach().to(wd) - y)
+            gq = (d if d.dim() == 1 else d.sum(dim=1, dtype=torch.float64)).to(q.dtype)
+        if need_theta:
+            K = th.shape[0] - 1
+            Lc = ctx.L
+            Lt = torch.sparse_csr_tensor(torch.as_tensor(Lc.indptr, dtype=torch.int64, device=y.device),
+                                         torch.as_tensor(Lc.indices, dtype=torch.int64, device=y.device),
+                                         torch.as_tensor(Lc.data, device=y.device, dtype=wd), size=Lc.shape,
+                                         check_invariants=False)  # a validated canonical CSR (_as_csr)
+            s = torch.empty(K + 1, dtype=torch.float64, device=y.device)
+            prev, cur = None, y if y.dim() == 2 else y.unsqueeze(1)
+            lam2 = Lam if Lam.dim() == 2 else Lam.unsqueeze(1)
+            for j in range(K + 1):
+                if j == 1:
+                    prev, cur = cur, Lt @ cur - cur
+                elif j > 1:
+                    prev, cur = cur, 2.0 * (Lt @ cur - cur) - prev
+                s[j] = torch.sum(lam2 * cur, dtype=torch.float64)
+            C = torch.as_tensor(_basis_to_chebyshev(K, ctx.basis), device=y.device)
+            gth = (-(C.T @ s)).to(device=theta.device, dtype=theta.dtype)
         return gx, gq, gth, None, None, None, None, None
 
 
@@ -154,11 +234,7 @@ def _as_index(name: str, a, *, ndim: int) -> np.ndarray:
 
 def check_batch(batch, edge_index: np.ndarray | None, n: int) -> np.ndarray:
     """Validate a PyG batch vector (graph id per node) against n and the edges; returns it as int64 numpy."""
-    b = _as_index("batch", batch, ndim=1)
-    if b.shape[0] != n:
-        raise ValueError(f"batch must have one graph id per node: shape ({n},), got {tuple(b.shape)}")
-    if n and b.min() < 0:
-        raise ValueError(f"batch must hold graph ids >= 0, got {int(b.min())}")
+    b = _graph_ids(batch, n)
     if edge_index is not None and edge_index.shape[1]:
         src, dst = edge_index
         if src.max(initial=-1) < n and dst.max(initial=-1) < n and src.min() >= 0 and dst.min() >= 0:
@@ -225,7 +301,7 @@ def _check_signals(x: torch.Tensor, q, n_rows: int | None = None):
 
 
 def tikhonov_prop(x, q, coeffs, L, *, basis: str = "bernstein", backend: str = "auto", tol: float | None = None,
-                  backward_tol: float | None = None):
+                  backward_tol: float | None = None, method: str = "auto", batch=None):
     r"""Differentiable Tikhonov propagation :math:`Y = (p(L) + \mathrm{diag}(q))^{-1} \mathrm{diag}(q)\, X`.
 
     .. math:: y_{:,f} = \arg\min_z\; z^\top p(L) z + (z - x_{:,f})^\top Q (z - x_{:,f}), \qquad
@@ -245,6 +321,13 @@ def tikhonov_prop(x, q, coeffs, L, *, basis: str = "bernstein", backend: str = "
     ``basis`` to Chebyshev coefficients on [0, 2] (:func:`fastnips.graph.chebyshev_coefficients`), which
     stays well conditioned at any K. The solver is never unrolled: memory is O(nF) whatever the number
     of CG iterations. Second derivatives are not supported (``once_differentiable``).
+
+    **Solve methods** (``method``, see :func:`fastnips.graph.tikhonov_solve`): with ``"cg"`` forward and
+    backward each run a matrix-free CG solve. With ``"direct"`` (sparse Cholesky) or ``"dense"`` (batched
+    dense Cholesky, one block per graph) forward factorises :math:`A` once
+    (:func:`fastnips.graph.tikhonov_factorize`) and backward reuses that factor for the adjoint solve:
+    two triangular solves, no second factorisation. ``"auto"`` picks ``"dense"`` when ``batch`` is given
+    and every graph has at most 256 nodes, else ``"cg"``.
 
     Parameters
     ----------
@@ -268,6 +351,14 @@ def tikhonov_prop(x, q, coeffs, L, *, basis: str = "bernstein", backend: str = "
     backward_tol : float, optional
         Relative residual of the adjoint solve (default: ``tol``). Gradient errors are about
         :math:`\kappa(A)` times this; use 1e-12 in float64 for ``torch.autograd.gradcheck``.
+        ``tol`` and ``backward_tol`` matter for ``"cg"`` only (the factorisations are exact to rounding).
+    method : {"auto", "cg", "direct", "dense"}, default "auto"
+        The solve method (above). ``"dense"`` factorises in x's precision with the cpp backend;
+        ``"direct"`` and the reference backend in float64.
+    batch : torch.Tensor or array of int, shape (n,), optional
+        PyG graph id per node (L block-diagonal for it; checked). Selects ``"dense"`` under ``"auto"``
+        (graphs of at most 256 nodes) and gives its blocks; without it ``"dense"`` uses the connected
+        components of L.
 
     Returns
     -------
@@ -275,9 +366,11 @@ def tikhonov_prop(x, q, coeffs, L, *, basis: str = "bernstein", backend: str = "
 
     Notes
     -----
-    The solves run on the CPU (the cpp backend, OpenMP). A CUDA tensor is copied to the host for the
-    solve and the result (and, in backward, each gradient) is copied back to its device, so the layer
-    can sit in a model on the GPU; it is correct there, but pays two host transfers per pass.
+    Where the solves run: with ``backend="triton"`` or ``"cuda"``, or ``"auto"`` and a CUDA tensor x
+    (where the Triton or CUDA kernels are available), on x's device -- forward and adjoint CG solves
+    (:mod:`fastnips.graph._device`), the gradients in torch ops, nothing copied to the host but L's CSR
+    arrays (host-built, copied per call). Otherwise on the CPU (cpp / reference; a CUDA tensor is then
+    copied to the host and back, correct but two host transfers per pass).
 
     Examples
     --------
@@ -297,11 +390,13 @@ def tikhonov_prop(x, q, coeffs, L, *, basis: str = "bernstein", backend: str = "
     if x.dim() not in (1, 2):
         raise ValueError(f"x must have shape (n,) or (n, F), got {tuple(x.shape)}")
     Lc = graph_operator(x.shape[0], L=L)
-    return _prop(x, q, coeffs, Lc, basis, backend, tol, backward_tol)
+    return _prop(x, q, coeffs, Lc, basis, backend, tol, backward_tol, method, batch)
 
 
-def _prop(x, q, coeffs, Lc, basis, backend, tol, backward_tol):
+def _prop(x, q, coeffs, Lc, basis, backend, tol, backward_tol, method="auto", batch=None):
     """tikhonov_prop after the checks of L, basis and tolerances (Lc: validated float64 CSR)."""
+    ids = None if batch is None else _graph_ids(batch, Lc.shape[0])
+    method = _pick_method(method, ids)
     x, q = _check_signals(x, q)
     coeffs = _check_tensor("coeffs", coeffs)
     if coeffs.dim() != 1 or coeffs.shape[0] < 1:
@@ -310,7 +405,10 @@ def _prop(x, q, coeffs, Lc, basis, backend, tol, backward_tol):
         raise ValueError("coeffs contains NaN or inf")
     if not torch.isfinite(x).all():
         raise ValueError("x contains NaN or inf")
-    return _TikhonovSolveFn.apply(x, q, coeffs, Lc, basis, backend, tol, backward_tol)
+    device_backend = _device_backend(x, backend, method)
+    if device_backend is not None:
+        return _TikhonovDeviceFn.apply(x, q, coeffs, Lc, basis, device_backend, tol, backward_tol)
+    return _TikhonovSolveFn.apply(x, q, coeffs, Lc, basis, backend, tol, backward_tol, method, ids)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -364,6 +462,10 @@ class TikhonovProp(nn.Module):
         Forward relative residual (default: 1e-10 in float64, 1e-5 in float32).
     backward_tol : float, optional
         Adjoint relative residual (default: ``tol``).
+    method : {"auto", "cg", "direct", "dense"}, default "auto"
+        Solve method (:func:`tikhonov_prop`): ``"auto"`` is the batched dense Cholesky when ``forward`` gets
+        a ``batch`` whose graphs all have at most 256 nodes, else matrix-free CG. With ``"direct"`` or
+        ``"dense"`` the backward reuses the forward's factorisation.
     init : {"lowpass", "uniform"} or array-like of shape (K + 1,), default "lowpass"
         Initial :math:`\theta` (normalised to sum 1 for ``"simplex"``). ``"lowpass"``:
         :math:`\theta_k \propto k + 1`, an increasing p (a smoothness penalty that grows with frequency,
@@ -388,7 +490,7 @@ class TikhonovProp(nn.Module):
     """
 
     def __init__(self, K: int = 4, basis: str = "bernstein", scale: str = "simplex", backend: str = "auto",
-                 tol: float | None = None, *, backward_tol: float | None = None, init="lowpass"):
+                 tol: float | None = None, *, backward_tol: float | None = None, init="lowpass", method: str = "auto"):
         super().__init__()
         if isinstance(K, bool) or not isinstance(K, numbers.Integral) or K < 0:
             raise ValueError(f"K must be an int >= 0 (the degree of p), got {K!r}")
@@ -396,7 +498,10 @@ class TikhonovProp(nn.Module):
             raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
         if not isinstance(backend, str):
             raise TypeError(f"backend must be a str, got {type(backend).__name__}")
+        if not isinstance(method, str) or method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {method!r}")
         self.K, self.basis, self.scale, self.backend = int(K), _check_basis(basis), scale, backend
+        self.method = method
         self.tol, self.backward_tol = _check_tol("tol", tol), _check_tol("backward_tol", backward_tol)
         self._init = self._initial_theta(init)
         self.phi = nn.Parameter(torch.empty(self.K + 1))
@@ -447,8 +552,10 @@ class TikhonovProp(nn.Module):
         num_nodes : int, optional
             Must equal n if given (checked; PyG-style argument).
         batch : torch.Tensor of int, shape (n,), optional
-            PyG graph id per node; only checked (length n, no edge between two graphs): the solve of a
-            block-diagonal system is already the per-graph solves.
+            PyG graph id per node; checked (length n, ids >= 0, no edge between two graphs). The solve of a
+            block-diagonal system is already the per-graph solves; the batch only selects and shapes the
+            solver: with ``method="auto"`` and graphs of at most 256 nodes, the batched dense Cholesky,
+            one block per graph.
         L : sparse or dense matrix, shape (n, n), keyword only
             A precomputed normalized Laplacian, instead of ``edge_index`` (reuse it across layers).
         edge_weight : tensor or array, shape (E,), optional
@@ -463,7 +570,9 @@ class TikhonovProp(nn.Module):
             raise ValueError(f"x must have shape (n,) or (n, F), got {tuple(x.shape)}")
         Lc = graph_operator(x.shape[0], edge_index=edge_index, L=L, num_nodes=num_nodes, edge_weight=edge_weight,
                             batch=batch)
-        return _prop(x, q, self.coefficients(), Lc, self.basis, self.backend, self.tol, self.backward_tol)
+        return _prop(x, q, self.coefficients(), Lc, self.basis, self.backend, self.tol, self.backward_tol,
+                     self.method, batch)
 
     def extra_repr(self) -> str:
-        return f"K={self.K}, basis={self.basis!r}, scale={self.scale!r}, backend={self.backend!r}, tol={self.tol}"
+        return (f"K={self.K}, basis={self.basis!r}, scale={self.scale!r}, backend={self.backend!r}, "
+                f"method={self.method!r}, tol={self.tol}")

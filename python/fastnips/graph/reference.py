@@ -7,7 +7,9 @@ Polynomials on the spectrum :math:`[0, 2]` of a normalized Laplacian come in two
 * ``"monomial"``: :math:`p(\lambda) = \sum_{k=0}^K \theta_k \lambda^k`.
 
 The solver here is :func:`tikhonov_solve_reference`: scipy's sparse direct solve of the assembled
-operator for small graphs, scipy's conjugate gradients with a matrix-free operator otherwise.
+operator for small graphs, scipy's conjugate gradients with a matrix-free operator otherwise. The oracle of
+the batched dense method is :func:`dense_block_factors_reference` / :func:`dense_block_solve_reference`:
+per block (graph), p(L_b) from the eigendecomposition of L_b and ``numpy.linalg.cholesky``.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 from math import comb
 
 import numpy as np
+import scipy.linalg as sla
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
@@ -187,3 +190,52 @@ def tikhonov_solve_reference(L, coeffs, q, X, *, basis: str = "bernstein", tol: 
     rnorm = np.linalg.norm(B - apply_A(Y), axis=0) if n else np.zeros(F)
     residuals = np.divide(rnorm, bnorm, out=np.zeros(F), where=bnorm > 0)
     return Y, iterations, residuals, method
+
+
+# ---------------------------------------------------------------------------------------------------
+# the batched dense method (one block per graph)
+
+
+def dense_block_factors_reference(L, coeffs, basis: str, q, order, offsets, labels=None) -> list[np.ndarray]:
+    r"""Lower Cholesky factors :math:`C_b` of :math:`A_b = p(L_b) + \mathrm{diag}(q_b)`, one per block.
+
+    Block b holds the nodes ``order[offsets[b]:offsets[b + 1]]`` (in that order); L must have no nonzero
+    entry between two blocks (the caller checks). :math:`p(L_b) = U_b\, p(\Lambda_b)\, U_b^\top` from the
+    eigendecomposition :math:`L_b = U_b \Lambda_b U_b^\top` (``numpy.linalg.eigh``, the definition of a
+    matrix function, independent of any recurrence), then ``numpy.linalg.cholesky``. Float64.
+
+    Raises
+    ------
+    ValueError
+        When some :math:`A_b` is not positive definite, naming its graph (``labels[b]``, else b).
+    """
+    L = sp.csr_matrix(L, dtype=np.float64)
+    q = np.asarray(q, dtype=np.float64)
+    order, offsets = np.asarray(order), np.asarray(offsets)
+    factors = []
+    for b in range(offsets.shape[0] - 1):
+        idx = order[offsets[b] : offsets[b + 1]]
+        Lb = L[idx][:, idx].toarray()
+        lam, U = np.linalg.eigh((Lb + Lb.T) / 2.0)
+        A = (U * evaluate_polynomial_reference(coeffs, lam, basis)) @ U.T + np.diag(q[idx])
+        try:
+            factors.append(np.linalg.cholesky((A + A.T) / 2.0))
+        except np.linalg.LinAlgError:
+            label = b if labels is None else int(labels[b])
+            raise ValueError(
+                f"p(L) + diag(q) is not positive definite on graph {label} ({idx.size} nodes): numpy's Cholesky "
+                "factorisation failed; L must be symmetric with its spectrum in [0, 2] (a normalized Laplacian), "
+                "q > 0 and p >= 0 on [0, 2]") from None
+    return factors
+
+
+def dense_block_solve_reference(factors, order, offsets, B) -> np.ndarray:
+    r""":math:`Y = A^{-1} B` block by block with the factors of :func:`dense_block_factors_reference`
+    (``scipy.linalg.cho_solve``); B of shape (n, F), float64."""
+    B = np.asarray(B, dtype=np.float64)
+    Y = np.empty_like(B)
+    order, offsets = np.asarray(order), np.asarray(offsets)
+    for b, C in enumerate(factors):
+        idx = order[offsets[b] : offsets[b + 1]]
+        Y[idx] = sla.cho_solve((C, True), B[idx])
+    return Y
