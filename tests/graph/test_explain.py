@@ -196,7 +196,7 @@ def test_model_explain_matches_its_parts_and_slices_batches(motif_graphs):
     assert torch.equal(model.last_q, before)  # explain leaves the forward's state alone
     src, dst = E
     with torch.no_grad():
-        q = model.node_weights(X, src, dst).numpy()
+        q = model.node_weights(X, src, dst, batch=B).numpy()
     np.testing.assert_allclose(e.q, q, rtol=1e-15)
     theta = model.prop.coefficients().detach().numpy()
     np.testing.assert_allclose(e.coeffs, theta, rtol=1e-15)

@@ -365,7 +365,7 @@ def test_gnn_pooling_readouts(two_graphs):
     outs = {}
     for pooling in ("mean", "sum", "max"):
         m = make_gnn(pooling=pooling)
-        h = m.prop(m.lin_in(x), m.node_weights(x, edge_index[0], edge_index[1]), edge_index)
+        h = m.prop(m.lin_in(x), m.node_weights(x, edge_index[0], edge_index[1], batch=batch), edge_index)
         pooled = torch.stack([getattr(h[batch == g], {"mean": "mean", "sum": "sum", "max": "amax"}[pooling])(0)
                               for g in range(2)])
         outs[pooling] = m(x, edge_index, batch)
@@ -417,7 +417,8 @@ def test_gnn_accepts_pyg_like_objects_and_exposes_explanations(two_graphs):
 
 
 def test_gnn_q_network_is_gin_and_last_q_is_its_output(two_graphs):
-    """q = softplus(head(GIN^2(x))) + q_min with h' = MLP((1 + eps) h + A^T h), A[src, dst] = 1."""
+    """q = softplus(gain * zscore_per_graph(head(GIN^2(x))) + shift) + q_min with h' = MLP((1 + eps) h + A^T h),
+    A[src, dst] = 1; q_norm=False drops the standardisation."""
     edge_index, batch, sizes = two_graphs
     edge_index = edge_index[:, edge_index[0] < edge_index[1]]  # directed: messages go src -> dst only
     n = sum(sizes)
@@ -432,9 +433,25 @@ def test_gnn_q_network_is_gin_and_last_q_is_its_output(two_graphs):
     for i, layer in enumerate(model.q_net):
         h = layer.mlp((1.0 + layer.eps) * h + A.T @ h)
         h = torch.relu(h) if i + 1 < len(model.q_net) else h
-    want = torch.nn.functional.softplus(model.q_head(h).squeeze(-1)) + 0.01
+    with torch.no_grad():
+        model.q_norm.copy_(torch.tensor([1.7, -0.4]))
+    s = model.q_head(h).squeeze(-1)
+    z = torch.empty_like(s)
+    for g in range(2):  # scores standardised within each graph, then gain and shift
+        sg = s[batch == g]
+        z[batch == g] = (sg - sg.mean()) / torch.sqrt(sg.var(unbiased=False) + 1e-5)
+    want = torch.nn.functional.softplus(1.7 * z - 0.4) + 0.01
     model(x, edge_index, batch)
-    assert max_rel(model.last_q, want) < 1e-13
+    # the z-score divides by the (small, at init) spread of the scores: rounding of the dense A^T h is amplified
+    assert max_rel(model.last_q, want) < 1e-6
+    plain = make_gnn(q_min=0.01, q_norm=False)
+    plain(x, edge_index, batch)
+    assert plain.q_norm is None
+    h = x
+    for i, layer in enumerate(plain.q_net):
+        h = layer.mlp((1.0 + layer.eps) * h + A.T @ h)
+        h = torch.relu(h) if i + 1 < len(plain.q_net) else h
+    assert max_rel(plain.last_q, torch.nn.functional.softplus(plain.q_head(h).squeeze(-1)) + 0.01) < 1e-13
     # and that q is the one the propagation used: logits == classifier(pool(R (x W + b)))
     L = normalized_laplacian(edge_index, n).toarray()  # symmetrised
     H = dense_prop(model.lin_in(x), want, model.prop.coefficients(), torch.as_tensor(L))

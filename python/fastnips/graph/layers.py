@@ -59,15 +59,26 @@ def _basis_to_chebyshev(K: int, basis: str) -> np.ndarray:
 
 def _chebyshev_moments(L: sp.csr_matrix, Lam: np.ndarray, Y: np.ndarray, K: int) -> np.ndarray:
     r""":math:`s_j = \sum_f \lambda_f^\top T_j(L - I)\, y_f`, j = 0..K, by the three-term recurrence
-    (K sparse products with L; sums accumulated in float64)."""
+    (K sparse products with L, by :func:`fastnips.ops.spmm`: the OpenMP C++ kernel where built, in Y's
+    precision; sums accumulated in float64)."""
+    from ..ops import spmm
+
+    if L.dtype != Y.dtype:
+        L = L.astype(Y.dtype)
+    Y2 = Y.reshape(Y.shape[0], -1)
+    Lam2 = Lam.reshape(Y2.shape)
     s = np.empty(K + 1)
-    prev, cur = None, Y
+    prev, cur = None, Y2
     for j in range(K + 1):
         if j == 1:
-            prev, cur = cur, L @ cur - cur
+            prev, cur = cur, spmm(L, cur) - cur
         elif j > 1:
-            prev, cur = cur, 2.0 * (L @ cur - cur) - prev
-        s[j] = np.sum(Lam * cur, dtype=np.float64)
+            nxt = spmm(L, cur)
+            nxt -= cur
+            nxt *= 2.0
+            nxt -= prev
+            prev, cur = cur, nxt
+        s[j] = np.einsum("ij,ij->", Lam2, cur, dtype=np.float64)
     return s
 
 

@@ -979,7 +979,26 @@ def _to_numpy(a) -> np.ndarray:
     return np.asarray(a)
 
 
+def _checked_key(A: sp.csr_matrix) -> tuple:
+    return (id(A.data), id(A.indices), id(A.indptr), A.shape)
+
+
+def _mark_checked(A: sp.csr_matrix) -> sp.csr_matrix:
+    """Tag a CSR built by :func:`_as_csr` (square, finite, symmetric, diagonal in [0, 2], canonical,
+    contiguous int32/int64 indices) so that passing it back skips the checks: the layer validates L once and
+    solves with it twice. The tag names the very arrays checked; scipy operations return untagged matrices."""
+    A._fastnips_checked = _checked_key(A)
+    return A
+
+
 def _as_csr(L, dtype: np.dtype) -> sp.csr_matrix:
+    if isinstance(L, sp.csr_matrix) and getattr(L, "_fastnips_checked", None) == _checked_key(L):
+        if L.dtype == dtype:
+            return L
+        data = L.data.astype(dtype)  # symmetry survives the cast; finiteness is re-checked
+        if not np.all(np.isfinite(data)):
+            raise ValueError("L contains NaN or inf")
+        return _mark_checked(sp.csr_matrix((data, L.indices, L.indptr), shape=L.shape))
     if _optional.is_scipy_sparse(L):
         A = sp.csr_matrix(L)
     elif _optional.is_torch_tensor(L):
@@ -1024,8 +1043,8 @@ def _as_csr(L, dtype: np.dtype) -> sp.csr_matrix:
             f"L[{i}, {i}] = {diag[i]:.6g} lies outside [0, 2], so the spectrum of L cannot lie in [0, 2] "
             "(pass a normalized Laplacian, e.g. from normalized_laplacian)")
     idx = np.int32 if max(A.nnz, A.shape[0]) < 2**31 - 1 else np.int64
-    return sp.csr_matrix((np.ascontiguousarray(A.data), np.ascontiguousarray(A.indices, dtype=idx),
-                          np.ascontiguousarray(A.indptr, dtype=idx)), shape=A.shape)
+    return _mark_checked(sp.csr_matrix((np.ascontiguousarray(A.data), np.ascontiguousarray(A.indices, dtype=idx),
+                                        np.ascontiguousarray(A.indptr, dtype=idx)), shape=A.shape))
 
 
 def _weights(q, n: int, dtype: np.dtype) -> np.ndarray:
