@@ -39,6 +39,7 @@ def test_smoke_report_has_all_rows(capsys):
     for m in mod.MODELS:
         assert sum(line.startswith(f"| {m} |") for line in rows) == 2  # tables (a) and (b)
     assert any(line.startswith("| TikhonovGNN q |") for line in rows)
+    assert any(line.startswith("| TikhonovGNN-noqn q |") for line in rows)
     for h in mod.HOMOPHILIES:
         (acc_row,) = [line for line in rows if line.startswith(f"| {h} | 0") or line.startswith(f"| {h} | 1")]
         assert acc_row.count("|") == len(mod.NODE_MODELS) + 2

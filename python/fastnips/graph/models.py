@@ -136,14 +136,21 @@ class TikhonovGNN(nn.Module):
         ``task="graph"``, 1 for ``task="node"``.
     q_min : float, default 1e-3
         Lower bound of q, > 0.
-    q_norm : bool, default True
+    q_norm : bool, optional
         Standardise the Q-network's scores within each graph before the softplus, then apply a learned
         gain and shift: :math:`q_i = \mathrm{softplus}(\gamma\, \hat s_i + \beta) + q_{\min}` with
         :math:`\hat s` the per-graph z-scores (``model.q_norm`` holds :math:`(\gamma, \beta)`, init (1, 0)).
-        Why: without it the scores of every node could drift below the softplus's knee within one epoch,
-        leaving q = q_min everywhere with a vanishing gradient, a dead model (measured: 1 of 3 seeds on
-        the full digits run stayed at chance, 0.08, while the other two reached 0.90-0.94). With it only
-        the shift :math:`\beta`, one scalar, can move all q at once.
+        Default: on for ``task="graph"``, off for ``task="node"``. Why, measured with
+        ``bench/graph/eval_tikhonov.py`` (full mode, 3 seeds): without it the scores of every node of a
+        mini-batch could drift below the softplus's knee within one epoch, leaving q = q_min everywhere
+        with a vanishing gradient, a dead model (digits: 1 of 3 seeds stayed at chance, 0.08, the other
+        two reached 0.90-0.94; with it 0.89 +- 0.05 and no dead seed); only the shift :math:`\beta`, one
+        scalar, can then move all q at once. On the single-graph node task it cost accuracy (contextual
+        SBM at homophily 0.9: 0.92 vs 0.98) and never prevented a failure, so it is off there. It also
+        changes which nodes get a high q: on BA-motifs the AUROC of q against the motif nodes fell from
+        0.81 +- 0.06 to 0.29 +- 0.28 (the model singles the motif out by a low q as often as by a high
+        one); read q as "how much this node's own features enter the propagation", not as a signed
+        importance.
     basis, scale, backend, tol, backward_tol, init, method
         Passed to :class:`~fastnips.graph.TikhonovProp` (defaults: Bernstein, simplex, auto, solver
         defaults, "uniform", auto).
@@ -178,7 +185,7 @@ class TikhonovGNN(nn.Module):
                  head_layers: int | None = None,
                  q_min: float = 1e-3, basis: str = "bernstein", scale: str = "simplex", backend: str = "auto",
                  tol: float | None = None, backward_tol: float | None = None, init="uniform", method: str = "auto",
-                 q_norm: bool = True):
+                 q_norm: bool | None = None):
         super().__init__()
         self.in_channels = _positive_int("in_channels", in_channels)
         self.hidden_channels = _positive_int("hidden_channels", hidden_channels)
@@ -197,8 +204,10 @@ class TikhonovGNN(nn.Module):
         dims = [self.in_channels] + [self.hidden_channels] * q_layers
         self.q_net = nn.ModuleList(_GINLayer(a, b) for a, b in itertools.pairwise(dims))
         self.q_head = nn.Linear(dims[-1], 1)
+        if q_norm is None:
+            q_norm = task == "graph"  # the measured default (see the parameter)
         if not isinstance(q_norm, bool | np.bool_):
-            raise TypeError(f"q_norm must be a bool, got {type(q_norm).__name__}")
+            raise TypeError(f"q_norm must be a bool or None, got {type(q_norm).__name__}")
         # (gain, shift) of the standardised scores; None: no normalisation
         self.q_norm = nn.Parameter(torch.tensor([1.0, 0.0])) if q_norm else None
         self.lin_in = _mlp(self.in_channels, self.hidden_channels, self.hidden_channels, encoder_layers)
