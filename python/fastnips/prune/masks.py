@@ -1,0 +1,168 @@
+r"""Pruning scores and exact mask selection: unstructured (per row or per matrix) and N:M.
+
+Conventions (choices the papers and tools leave open or get wrong, shared/notes/prune.md §1):
+
+* **Masks keep ``True``.** ``W * mask`` is the pruned weight.
+* **N:M is one explicit type,** :class:`NM` ``(keep, group)``: keep ``keep`` of every ``group`` consecutive
+  input columns of a row. Wanda, SparseGPT and llm-compressor read the string ``"n:m"`` as "zero n of m",
+  NVIDIA and torch as "keep n"; the two agree only at 2:4 and 4:8, so no string is accepted.
+* **Exact sparsity, also with ties.** The reference tools zero ``score <= sorted[k]``, which removes every
+  entry tied with the k-th smallest (with Q4-dequantised weights, 16 levels per block of 32, ties are the
+  rule). Here exactly ``floor(sparsity * count)`` entries are pruned per row (``scope="row"``, Wanda's
+  choice) or per matrix (``scope="matrix"``), and exactly ``group - keep`` per N:M group.
+* **Deterministic tie-breaking by index:** among equal scores the entry with the lower column index (flat
+  index for ``scope="matrix"``) is pruned first (a stable sort), on every backend and run.
+
+Scores: :func:`magnitude_scores` :math:`|W_{ij}|`; :func:`wanda_scores`
+:math:`|W_{ij}| \cdot \|X_{:,j}\|_2` (Sun et al., "A Simple and Effective Pruning Approach for Large
+Language Models", arXiv 2306.11695), with the input-feature norms over the calibration tokens.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+
+import torch
+
+__all__ = ["NM", "SCOPES", "magnitude_scores", "select_mask", "wanda_scores"]
+
+SCOPES = ("row", "matrix")
+
+
+@dataclass(frozen=True)
+class NM:
+    """An N:M sparsity pattern: keep ``keep`` of every ``group`` consecutive input columns of each row.
+
+    ``NM(2, 4)`` is the 2:4 pattern of sparse tensor cores (50 % sparsity); ``NM(1, 4)`` keeps one of four
+    (75 %). Sparsity is ``1 - keep / group``.
+
+    Raises
+    ------
+    ValueError
+        Unless ``1 <= keep <= group``, both ints.
+    """
+
+    keep: int
+    group: int
+
+    def __post_init__(self):
+        for name in ("keep", "group"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+                raise ValueError(f"NM.{name} must be an int, got {v!r}")
+        if not 1 <= self.keep <= self.group:
+            raise ValueError(f"NM needs 1 <= keep <= group, got keep={self.keep}, group={self.group} "
+                             "(keep counts the weights that stay, not the ones zeroed)")
+
+    @property
+    def sparsity(self) -> float:
+        return 1.0 - self.keep / self.group
+
+    def __str__(self) -> str:
+        return f"keep {self.keep} of {self.group}"
+
+
+def _matrix(name: str, t) -> torch.Tensor:
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name} must be a torch tensor, got {type(t).__name__}")
+    if t.dim() != 2:
+        raise ValueError(f"{name} must be 2-D (out_features, in_features), got shape {tuple(t.shape)}")
+    if not t.is_floating_point():
+        raise TypeError(f"{name} must be floating point, got {t.dtype}")
+    return t
+
+
+def magnitude_scores(weight: torch.Tensor) -> torch.Tensor:
+    """:math:`|W|`, shape of ``weight`` (out_features, in_features)."""
+    return _matrix("weight", weight).detach().abs()
+
+
+def wanda_scores(weight: torch.Tensor, input_norms: torch.Tensor) -> torch.Tensor:
+    r"""Wanda's score :math:`|W_{ij}| \cdot \|X_{:,j}\|_2`.
+
+    Parameters
+    ----------
+    weight : torch.Tensor, shape (out_features, in_features)
+    input_norms : torch.Tensor, shape (in_features,)
+        The L2 norm of each input feature over the calibration tokens, :math:`\|X_{:,j}\|_2` (not squared),
+        finite and >= 0.
+    """
+    w = _matrix("weight", weight).detach()
+    if not isinstance(input_norms, torch.Tensor):
+        raise TypeError(f"input_norms must be a torch tensor, got {type(input_norms).__name__}")
+    if input_norms.shape != (w.shape[1],):
+        raise ValueError(f"input_norms must have shape (in_features,) = ({w.shape[1]},), got "
+                         f"{tuple(input_norms.shape)}")
+    n = input_norms.detach().to(device=w.device, dtype=w.dtype)
+    if not bool(torch.isfinite(n).all()) or bool((n < 0).any()):
+        raise ValueError("input_norms must be finite and >= 0")
+    return w.abs() * n
+
+
+def select_mask(scores: torch.Tensor, *, sparsity: float | None = None, pattern: NM | None = None,
+                scope: str = "row") -> torch.Tensor:
+    """The keep-mask that prunes the lowest scores, with exact counts and index tie-breaking.
+
+    Parameters
+    ----------
+    scores : torch.Tensor, shape (out_features, in_features), floating point, finite
+    sparsity : float in [0, 1), optional
+        Unstructured: prune exactly ``floor(sparsity * in_features)`` entries of every row
+        (``scope="row"``) or ``floor(sparsity * numel)`` of the matrix (``scope="matrix"``).
+    pattern : NM, optional
+        N:M instead: in every row, keep exactly ``pattern.keep`` of each ``pattern.group`` consecutive
+        columns (``in_features`` must be a multiple of ``group``). Give ``sparsity`` or ``pattern``, not
+        both.
+    scope : {"row", "matrix"}, default "row"
+        Where the unstructured count applies (ignored by N:M, which is per group).
+
+    Returns
+    -------
+    torch.Tensor of bool, shape of ``scores``
+        True where the weight is kept. Among tied scores the lower index is pruned first.
+
+    Raises
+    ------
+    ValueError, TypeError
+        Both or neither of ``sparsity`` / ``pattern``; sparsity outside [0, 1); a group that does not divide
+        ``in_features``; an unknown scope; NaN or inf scores; a non-2-D or non-float tensor.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from fastnips.prune import NM, select_mask
+    >>> s = torch.tensor([[1.0, 1.0, 1.0, 1.0, 3.0, 0.5, 2.0, 2.0]])
+    >>> select_mask(s, sparsity=0.5).int().tolist()        # 4 pruned; of the tied 1.0s the lower indices go
+    [[0, 0, 0, 1, 1, 0, 1, 1]]
+    >>> select_mask(s, pattern=NM(1, 4)).int().tolist()    # keep 1 of every 4
+    [[0, 0, 0, 1, 1, 0, 0, 0]]
+    """
+    s = _matrix("scores", scores).detach()
+    if (sparsity is None) == (pattern is None):
+        raise ValueError("give exactly one of sparsity (unstructured) or pattern (an NM(keep, group))")
+    if not bool(torch.isfinite(s).all()):
+        raise ValueError("scores contain NaN or inf")
+    rows, cols = s.shape
+    if pattern is not None:
+        if not isinstance(pattern, NM):
+            raise TypeError(f"pattern must be an NM(keep, group), got {pattern!r} (strings like '2:4' are refused: "
+                            "tools disagree on whether n counts kept or zeroed weights)")
+        if cols % pattern.group:
+            raise ValueError(f"in_features = {cols} is not a multiple of the N:M group {pattern.group}")
+        g = s.reshape(rows, cols // pattern.group, pattern.group)
+        order = torch.sort(g, dim=-1, stable=True).indices  # ascending; ties keep index order
+        mask = torch.ones_like(g, dtype=torch.bool)
+        mask.scatter_(-1, order[..., : pattern.group - pattern.keep], False)
+        return mask.reshape(rows, cols)
+    if isinstance(sparsity, bool) or not isinstance(sparsity, numbers.Real) or not 0.0 <= float(sparsity) < 1.0:
+        raise ValueError(f"sparsity must be a float in [0, 1), got {sparsity!r}")
+    if scope not in SCOPES:
+        raise ValueError(f"scope must be one of {SCOPES}, got {scope!r}")
+    flat = s.reshape(1, -1) if scope == "matrix" else s
+    k = math.floor(float(sparsity) * flat.shape[1])
+    order = torch.sort(flat, dim=-1, stable=True).indices
+    mask = torch.ones_like(flat, dtype=torch.bool)
+    mask.scatter_(-1, order[:, :k], False)
+    return mask.reshape(rows, cols)

@@ -1,0 +1,133 @@
+"""fastnips.prune masks: exact counts under heavy ties, valid N:M patterns, index tie-breaking, clear errors.
+
+Oracle: plain Python per-row sorting (sorted by (score, index)), independent of torch.sort.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from fastnips.prune import NM, magnitude_scores, select_mask, wanda_scores  # noqa: E402
+
+
+def tied_weights(rows=16, cols=64, levels=5, seed=0):
+    """Integer-valued weights in {-levels..levels}: most scores tie (like Q4-dequantised blocks)."""
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(-levels, levels + 1, (rows, cols), generator=g).double()
+
+
+def oracle_row_mask(row, k):
+    """Keep-mask pruning the k smallest (score, index) pairs of one row."""
+    order = sorted(range(len(row)), key=lambda j: (row[j], j))
+    keep = [True] * len(row)
+    for j in order[:k]:
+        keep[j] = False
+    return keep
+
+
+@pytest.mark.parametrize("sparsity", [0.0, 0.25, 0.5, 0.7, 0.99])
+def test_unstructured_row_scope_is_exact_with_ties(sparsity):
+    W = tied_weights()
+    s = magnitude_scores(W)
+    m = select_mask(s, sparsity=sparsity)
+    k = math.floor(sparsity * W.shape[1])
+    assert m.dtype == torch.bool
+    assert (m.shape[1] - m.sum(dim=1) == k).all()  # exactly k pruned in every row
+    for i in range(W.shape[0]):
+        assert m[i].tolist() == oracle_row_mask(s[i].tolist(), k)
+
+
+def test_matrix_scope_is_exact_and_matches_oracle():
+    W = tied_weights(rows=8, cols=24, levels=2, seed=3)
+    s = magnitude_scores(W)
+    m = select_mask(s, sparsity=0.6, scope="matrix")
+    k = math.floor(0.6 * W.numel())
+    assert int((~m).sum()) == k
+    assert m.reshape(-1).tolist() == oracle_row_mask(s.reshape(-1).tolist(), k)
+
+
+def test_threshold_rule_of_the_reference_tools_would_over_prune_here():
+    """The `score <= sorted[k]` rule (Wanda/SparseGPT) zeroes every tie of the k-th score: more than asked."""
+    W = tied_weights()
+    s = magnitude_scores(W)
+    k = W.shape[1] // 2
+    thresh = torch.sort(s, dim=1).values[:, k - 1 : k]
+    over = (s <= thresh).sum(dim=1)
+    assert (over > k).any()  # the bug this module avoids
+    assert ((~select_mask(s, sparsity=0.5)).sum(dim=1) == k).all()
+
+
+@pytest.mark.parametrize(("keep", "group"), [(1, 4), (2, 4), (4, 8), (3, 4), (1, 2)])
+def test_nm_patterns_are_valid_and_keep_means_keep(keep, group):
+    W = tied_weights(cols=32, seed=keep + group)
+    W[W == 0] = 0.5  # no zero weights: every group keeps exactly `keep` nonzeros
+    m = select_mask(magnitude_scores(W), pattern=NM(keep, group))
+    per_group = m.reshape(W.shape[0], -1, group).sum(dim=-1)
+    assert (per_group == keep).all()  # 1:4 keeps one of four (the "zero n" reading would keep three)
+    assert float((~m).double().mean()) == pytest.approx(NM(keep, group).sparsity)
+    pruned = W * m
+    assert ((pruned != 0).reshape(W.shape[0], -1, group).sum(dim=-1) <= keep).all()
+    for i in range(W.shape[0]):
+        for g0 in range(0, W.shape[1], group):
+            seg = magnitude_scores(W)[i, g0 : g0 + group].tolist()
+            assert m[i, g0 : g0 + group].tolist() == oracle_row_mask(seg, group - keep)
+
+
+def test_nm_keeps_the_largest_scores():
+    s = torch.tensor([[0.1, 0.9, 0.5, 0.7, 4.0, 3.0, 2.0, 1.0]])
+    assert select_mask(s, pattern=NM(2, 4)).int().tolist() == [[0, 1, 0, 1, 1, 1, 0, 0]]
+    assert str(NM(2, 4)) == "keep 2 of 4"
+
+
+def test_wanda_scores_formula():
+    g = torch.Generator().manual_seed(0)
+    W = torch.randn(5, 7, generator=g, dtype=torch.float64)
+    X = torch.randn(100, 7, generator=g, dtype=torch.float64)  # calibration tokens x in_features
+    norms = X.norm(dim=0)
+    s = wanda_scores(W, norms)
+    np.testing.assert_allclose(s.numpy(), np.abs(W.numpy()) * np.linalg.norm(X.numpy(), axis=0), rtol=1e-14)
+    # the input norms change the ranking: a small weight on a loud feature outranks a larger one
+    W2, n2 = torch.tensor([[1.0, 2.0]]), torch.tensor([3.0, 1.0])
+    assert select_mask(wanda_scores(W2, n2), sparsity=0.5).tolist() == [[True, False]]
+    assert select_mask(magnitude_scores(W2), sparsity=0.5).tolist() == [[False, True]]
+
+
+@pytest.mark.parametrize(("kwargs", "err", "match"), [
+    ({}, ValueError, "exactly one of sparsity"),
+    ({"sparsity": 0.5, "pattern": NM(2, 4)}, ValueError, "exactly one of sparsity"),
+    ({"sparsity": 1.0}, ValueError, r"sparsity must be a float in \[0, 1\)"),
+    ({"sparsity": -0.1}, ValueError, r"sparsity must be a float in \[0, 1\)"),
+    ({"sparsity": True}, ValueError, "sparsity must be a float"),
+    ({"sparsity": 0.5, "scope": "column"}, ValueError, "scope must be one of"),
+    ({"pattern": NM(2, 5)}, ValueError, "not a multiple of the N:M group 5"),
+    ({"pattern": "2:4"}, TypeError, "strings like '2:4' are refused"),
+])
+def test_bad_input(kwargs, err, match):
+    with pytest.raises(err, match=match):
+        select_mask(torch.ones(3, 8), **kwargs)
+
+
+def test_bad_tensors_and_patterns():
+    with pytest.raises(ValueError, match="NaN or inf"):
+        select_mask(torch.tensor([[1.0, float("nan")]]), sparsity=0.5)
+    with pytest.raises(ValueError, match="must be 2-D"):
+        select_mask(torch.ones(8), sparsity=0.5)
+    with pytest.raises(TypeError, match="floating point"):
+        select_mask(torch.ones(2, 4, dtype=torch.int64), sparsity=0.5)
+    with pytest.raises(TypeError, match="torch tensor"):
+        select_mask(np.ones((2, 4)), sparsity=0.5)
+    with pytest.raises(ValueError, match="1 <= keep <= group"):
+        NM(5, 4)
+    with pytest.raises(ValueError, match="1 <= keep <= group"):
+        NM(0, 4)
+    with pytest.raises(ValueError, match="must be an int"):
+        NM(2.0, 4)
+    with pytest.raises(ValueError, match=r"input_norms must have shape \(in_features,\) = \(4,\)"):
+        wanda_scores(torch.ones(2, 4), torch.ones(3))
+    with pytest.raises(ValueError, match="finite and >= 0"):
+        wanda_scores(torch.ones(2, 4), torch.tensor([1.0, -1.0, 1.0, 1.0]))
