@@ -3,7 +3,8 @@ r"""Graph learning: the generalised Tikhonov layer (arXiv 2605.28578) and what i
 * :func:`normalized_laplacian` -- :math:`L = I - D^{-1/2} A D^{-1/2}` from a PyG ``edge_index``.
 * :func:`tikhonov_solve` -- :math:`Y = (p(L) + \mathrm{diag}(q))^{-1} \mathrm{diag}(q) X`, the exact
   minimiser of :math:`z^\top p(L) z + (z - x)^\top Q (z - x)` per column; methods ``cg`` (matrix-free;
-  backends ``cpp``: block Jacobi-preconditioned CG, OpenMP, and ``reference``: scipy), ``direct`` (sparse
+  backends ``cpp``: block Jacobi-preconditioned CG, OpenMP; ``triton`` / ``cuda``: the same CG on a torch
+  device, :mod:`fastnips.graph._device`; and ``reference``: scipy), ``direct`` (sparse
   Cholesky: CHOLMOD or SuperLU) and ``dense`` (batched dense Cholesky per graph of a PyG batch; cpp and
   reference).
 * :func:`tikhonov_factorize`, :class:`TikhonovFactor` -- factorise :math:`p(L) + \mathrm{diag}(q)` once
