@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import platform
 
+import numpy as np
 import pytest
 
 
@@ -27,3 +28,17 @@ def machine_facts(benchmark):
         machine=platform.machine(),
     )
     return benchmark
+
+
+def copy_bytes(benchmark, nbytes: int) -> None:
+    """The ``memcpy`` row of a group: time a copy of ``nbytes`` (the bandwidth yardstick of the same run)."""
+    benchmark.extra_info.update(traffic_bytes=nbytes)
+    src = np.ones(nbytes // 8, dtype=np.float64)
+    dst = np.empty_like(src)
+    benchmark(np.copyto, dst, src)
+
+
+@pytest.fixture
+def memcpy_row():
+    """:func:`copy_bytes`, for the bench files (importlib mode does not import conftest as a module)."""
+    return copy_bytes

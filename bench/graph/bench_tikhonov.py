@@ -100,17 +100,14 @@ def assert_agrees(Y, ref):
 
 @pytest.mark.parametrize("impl", IMPLS)
 @pytest.mark.parametrize("size", list(SIZES))
-def test_tikhonov_solve(machine_facts, size, impl):
+def test_tikhonov_solve(machine_facts, memcpy_row, size, impl):
     benchmark = machine_facts
     benchmark.group = f"tikhonov_solve float64 {size} deg={AVG_DEGREE} F={F} K={K}"
     L, Lhat, theta, q, X = problem(size)
     nbytes = spmm_bytes(L, X)
     benchmark.extra_info.update(n=L.shape[0], nnz=int(L.nnz), F=F, K=K, tol=TOL, spmm_bytes=nbytes)
     if impl == "memcpy":
-        benchmark.extra_info.update(traffic_bytes=nbytes)
-        src = np.ones(nbytes // 8)
-        dst = np.empty_like(src)
-        benchmark(np.copyto, dst, src)
+        memcpy_row(benchmark, nbytes)
         return
     if impl == "fastnips-cpp":
         C = _backend.native()

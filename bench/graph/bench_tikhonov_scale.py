@@ -170,7 +170,7 @@ CASES = [pytest.param(fam, size, F, impl, marks=[pytest.mark.slow] if _slow(size
 
 
 @pytest.mark.parametrize(("family", "size", "F", "impl"), CASES)
-def test_tikhonov_fwd_bwd(machine_facts, family, size, F, impl):
+def test_tikhonov_fwd_bwd(machine_facts, memcpy_row, family, size, F, impl):
     benchmark = machine_facts
     benchmark.group = f"tikhonov fwd+bwd float32 {family} n={SIZES[size]} F={F} K={K}"
     L, An, theta, q = graph(family, size)
@@ -181,10 +181,7 @@ def test_tikhonov_fwd_bwd(machine_facts, family, size, F, impl):
     rounds = 1 if n * F >= 1_000_000 * 16 else 3
     run = functools.partial(benchmark.pedantic, rounds=rounds, iterations=1, warmup_rounds=0)
     if impl == "memcpy":
-        benchmark.extra_info.update(traffic_bytes=nbytes)
-        src = np.ones(nbytes // 8)
-        dst = np.empty_like(src)
-        benchmark(np.copyto, dst, src)
+        memcpy_row(benchmark, nbytes)
         return
     if impl == "scipy-cg" and n * F > SCIPY_MAX_NF:
         pytest.skip(f"scipy CG column by column: one round would take minutes at n={n}, F={F} (linear in F)")

@@ -206,6 +206,19 @@ def train_node_model(model, g, epochs: int, patience: int):
 # the three experiments
 
 
+def fit_and_test(name, d, c, width, train, val, test_tensors, cfg, seed, record):
+    """Train model ``name`` on a graph task (seeded), test it, append accuracy and seconds to ``record``."""
+    torch.manual_seed(seed)
+    model, secs = train_graph_model(build(name, d, c, width, "graph"), train, val, cfg["graph_epochs"],
+                                    cfg["patience"][0], seed)
+    xt, eit, bt, yt = test_tensors
+    with torch.no_grad():
+        acc = _accuracy(model(xt, eit, bt), yt)
+    record["acc"].append(acc)
+    record["time"].append(secs)
+    return model, acc, secs
+
+
 def run_ba(cfg, seeds, hidden, log, features="degree"):
     n_tr, n_va, n_te = cfg["ba"]
     d, c = 10, 2
@@ -223,13 +236,8 @@ def run_ba(cfg, seeds, hidden, log, features="degree"):
         res["deg_pooled"].append(rank_auroc(deg, mask))
         res["deg_graph"].append(np.nanmean([rank_auroc(deg[bnp == g], mask[bnp == g]) for g in range(len(test))]))
         for name in GRAPH_MODELS:
-            torch.manual_seed(seed)
-            model, secs = train_graph_model(build(name, d, c, widths[name], "graph"), train, val,
-                                            cfg["graph_epochs"], cfg["patience"][0], seed)
-            with torch.no_grad():
-                acc = _accuracy(model(xt, eit, bt), yt)
-            res[name]["acc"].append(acc)
-            res[name]["time"].append(secs)
+            model, acc, secs = fit_and_test(name, d, c, widths[name], train, val, (xt, eit, bt, yt), cfg, seed,
+                                            res[name])
             if name in GRAPH_TIKHONOV:
                 q = model.last_q.numpy()
                 res[name]["auroc_pooled"].append(rank_auroc(q, mask))
@@ -250,13 +258,7 @@ def run_digits(cfg, seeds, hidden, log):
         train, val, test = data[:n_tr], data[n_tr:n_tr + n_va], data[n_tr + n_va:]
         xt, eit, bt, yt = _tensors(test)
         for name in GRAPH_MODELS:
-            torch.manual_seed(seed)
-            model, secs = train_graph_model(build(name, d, c, widths[name], "graph"), train, val,
-                                            cfg["graph_epochs"], cfg["patience"][0], seed)
-            with torch.no_grad():
-                acc = _accuracy(model(xt, eit, bt), yt)
-            res[name]["acc"].append(acc)
-            res[name]["time"].append(secs)
+            _, acc, secs = fit_and_test(name, d, c, widths[name], train, val, (xt, eit, bt, yt), cfg, seed, res[name])
             log(f"  digits seed {seed} {name}: acc {acc:.3f} ({secs:.1f} s)")
     return widths, counts, res
 

@@ -42,7 +42,7 @@ def traffic_bytes(A, X) -> int:
 @pytest.mark.parametrize("impl", IMPLS)
 @pytest.mark.parametrize("k", KS)
 @pytest.mark.parametrize("size", list(SIZES))
-def test_spmm(machine_facts, size, k, impl):
+def test_spmm(machine_facts, memcpy_row, size, k, impl):
     benchmark = machine_facts
     benchmark.group = f"spmm float32 {size} k={k}"
     A, X = problem(size, k)
@@ -52,9 +52,7 @@ def test_spmm(machine_facts, size, k, impl):
         run_gpu(benchmark, impl, A, X)
         return
     if impl == "memcpy":
-        src = np.ones(nbytes // 8, dtype=np.float64)
-        dst = np.empty_like(src)
-        benchmark(np.copyto, dst, src)
+        memcpy_row(benchmark, nbytes)
         return
     if impl == "fastnips-cpp":
         run = lambda: spmm(A, X, backend="cpp")

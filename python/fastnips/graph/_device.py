@@ -63,6 +63,7 @@ import collections
 import numpy as np
 
 from .. import _backend, _optional
+from .tikhonov import _coefficients
 
 #: Rows per partial dot sum of the CUDA step (cuda_api.h: kChebRowsPerPartial).
 _CUDA_ROWS_PER_PARTIAL = 32
@@ -209,17 +210,7 @@ def _check_int(name, v, lo: int) -> int:
 
 
 def _cheb_host(cheb) -> np.ndarray:
-    if _optional.is_torch_tensor(cheb):
-        cheb = cheb.detach().cpu().numpy()
-    c = np.asarray(cheb)
-    if c.dtype.kind not in "biuf":
-        raise TypeError(f"cheb must hold real numbers, got dtype {c.dtype}")
-    c = np.ascontiguousarray(c, dtype=np.float64)
-    if c.ndim != 1 or c.shape[0] < 1:
-        raise ValueError(f"cheb must be a non-empty 1-D array (c_0 ... c_K), got shape {c.shape}")
-    if not np.all(np.isfinite(c)):
-        raise ValueError("cheb contains NaN or inf")
-    return c
+    return _coefficients(cheb, "cheb", "c_0 ... c_K")
 
 
 class _device_scope:

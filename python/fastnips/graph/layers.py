@@ -57,29 +57,36 @@ def _basis_to_chebyshev(K: int, basis: str) -> np.ndarray:
     return np.stack([chebyshev_coefficients(eye[k], basis) for k in range(K + 1)], axis=1)
 
 
-def _chebyshev_moments(L: sp.csr_matrix, Lam: np.ndarray, Y: np.ndarray, K: int) -> np.ndarray:
+def _chebyshev_moments(apply_L, Lam, Y, K: int, dot) -> list:
     r""":math:`s_j = \sum_f \lambda_f^\top T_j(L - I)\, y_f`, j = 0..K, by the three-term recurrence
-    (K sparse products with L, by :func:`fastnips.ops.spmm`: the OpenMP C++ kernel where built, in Y's
-    precision; sums accumulated in float64)."""
+    (K products ``apply_L(V) = L V``; ``dot(A, B)`` sums :math:`A \circ B` in float64). Works on numpy
+    arrays and torch tensors alike (in-place updates of fresh products only)."""
+    s = []
+    prev, cur = None, Y
+    for j in range(K + 1):
+        if j == 1:
+            prev, cur = cur, apply_L(cur) - cur
+        elif j > 1:
+            nxt = apply_L(cur)
+            nxt -= cur
+            nxt *= 2.0
+            nxt -= prev
+            prev, cur = cur, nxt
+        s.append(dot(Lam, cur))
+    return s
+
+
+def _host_moments(L: sp.csr_matrix, Lam: np.ndarray, Y: np.ndarray, K: int) -> np.ndarray:
+    """The moments with the products by :func:`fastnips.ops.spmm` (the OpenMP C++ kernel where built),
+    in Y's precision."""
     from ..ops import spmm
 
     if L.dtype != Y.dtype:
         L = L.astype(Y.dtype)
     Y2 = Y.reshape(Y.shape[0], -1)
-    Lam2 = Lam.reshape(Y2.shape)
-    s = np.empty(K + 1)
-    prev, cur = None, Y2
-    for j in range(K + 1):
-        if j == 1:
-            prev, cur = cur, spmm(L, cur) - cur
-        elif j > 1:
-            nxt = spmm(L, cur)
-            nxt -= cur
-            nxt *= 2.0
-            nxt -= prev
-            prev, cur = cur, nxt
-        s[j] = np.einsum("ij,ij->", Lam2, cur, dtype=np.float64)
-    return s
+    s = _chebyshev_moments(lambda V: spmm(L, V), Lam.reshape(Y2.shape), Y2, K,
+                           lambda A, B: np.einsum("ij,ij->", A, B, dtype=np.float64))
+    return np.asarray(s, dtype=np.float64)
 
 
 def _work_dtype(t: torch.Tensor) -> torch.dtype:
@@ -145,7 +152,7 @@ class _TikhonovSolveFn(torch.autograd.Function):
             gq = torch.from_numpy(np.ascontiguousarray(gq_np)).to(device=q.device, dtype=q.dtype)
         if need_theta:
             K = th.shape[0] - 1
-            s = _chebyshev_moments(ctx.L, Lam, Y, K)
+            s = _host_moments(ctx.L, Lam, Y, K)
             gth_np = -(_basis_to_chebyshev(K, ctx.basis).T @ s)
             gth = torch.from_numpy(gth_np).to(device=theta.device, dtype=theta.dtype)
         return gx, gq, gth, None, None, None, None, None, None, None
@@ -193,15 +200,9 @@ class _TikhonovDeviceFn(torch.autograd.Function):
                                          torch.as_tensor(Lc.indices, dtype=torch.int64, device=y.device),
                                          torch.as_tensor(Lc.data, device=y.device, dtype=wd), size=Lc.shape,
                                          check_invariants=False)  # a validated canonical CSR (_as_csr)
-            s = torch.empty(K + 1, dtype=torch.float64, device=y.device)
-            prev, cur = None, y if y.dim() == 2 else y.unsqueeze(1)
-            lam2 = Lam if Lam.dim() == 2 else Lam.unsqueeze(1)
-            for j in range(K + 1):
-                if j == 1:
-                    prev, cur = cur, Lt @ cur - cur
-                elif j > 1:
-                    prev, cur = cur, 2.0 * (Lt @ cur - cur) - prev
-                s[j] = torch.sum(lam2 * cur, dtype=torch.float64)
+            y2 = y if y.dim() == 2 else y.unsqueeze(1)
+            s = torch.stack(_chebyshev_moments(lambda V: Lt @ V, Lam.reshape(y2.shape), y2, K,
+                                               lambda A, B: torch.sum(A * B, dtype=torch.float64)))
             C = torch.as_tensor(_basis_to_chebyshev(K, ctx.basis), device=y.device)
             gth = (-(C.T @ s)).to(device=theta.device, dtype=theta.dtype)
         return gx, gq, gth, None, None, None, None, None

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from .baselines import global_pool
 from .layers import TikhonovProp, _as_index, check_batch, graph_operator
 
 __all__ = ["POOLINGS", "TASKS", "TikhonovGNN"]
@@ -237,16 +238,12 @@ class TikhonovGNN(nn.Module):
     @staticmethod
     def _standardize(s, batch):
         """(s - mean) / sqrt(var + 1e-5) within each graph (a 1-node graph gives 0)."""
-        if batch is None:
-            return (s - s.mean()) / torch.sqrt(s.var(unbiased=False) + 1e-5) if s.numel() else s
-        idx = torch.as_tensor(batch, device=s.device)
-        G = int(idx.max()) + 1 if idx.numel() else 0
-        ones = torch.ones_like(s)
-        cnt = torch.zeros(G, dtype=s.dtype, device=s.device).index_add(0, idx, ones)
-        mean = torch.zeros(G, dtype=s.dtype, device=s.device).index_add(0, idx, s) / cnt.clamp(min=1.0)
-        d = s - mean[idx]
-        var = torch.zeros(G, dtype=s.dtype, device=s.device).index_add(0, idx, d * d) / cnt.clamp(min=1.0)
-        return d / torch.sqrt(var[idx] + 1e-5)
+        idx = None if batch is None else torch.as_tensor(batch, device=s.device)
+        if idx is None:
+            idx = torch.zeros(s.shape[0], dtype=torch.long, device=s.device)
+        d = s - global_pool(s.unsqueeze(-1), idx, "mean")[idx, 0]
+        var = global_pool((d * d).unsqueeze(-1), idx, "mean")[idx, 0]
+        return d / torch.sqrt(var + 1e-5)
 
     def forward(self, x, edge_index=None, batch=None, *, edge_weight=None, num_graphs: int | None = None):
         r"""Logits for each graph (``task="graph"``) or each node (``task="node"``).
@@ -416,24 +413,10 @@ class TikhonovGNN(nn.Module):
         return x, ei, b, edge_weight, num_graphs, L
 
     def _pool(self, h, b, num_graphs):
-        n = h.shape[0]
-        if b is None:
-            b = np.zeros(n, dtype=np.int64)
-        G = int(b.max()) + 1 if n else 0
         if num_graphs is not None:
             num_graphs = _positive_int("num_graphs", int(num_graphs), minimum=0)
-            if num_graphs < G:
-                raise ValueError(f"num_graphs = {num_graphs} but batch holds graph id {G - 1}")
-            G = num_graphs
-        idx = torch.as_tensor(b, device=h.device)
-        out = torch.zeros(G, h.shape[1], dtype=h.dtype, device=h.device)
-        if self.pooling == "max":
-            return out.scatter_reduce(0, idx.unsqueeze(-1).expand_as(h), h, reduce="amax", include_self=False)
-        out = out.index_add(0, idx, h)
-        if self.pooling == "mean":
-            count = torch.zeros(G, dtype=h.dtype, device=h.device).index_add(0, idx, torch.ones_like(h[:, 0]))
-            out = out / count.clamp(min=1.0).unsqueeze(-1)
-        return out
+        idx = None if b is None else torch.as_tensor(b, device=h.device)
+        return global_pool(h, idx, self.pooling, num_graphs)
 
     def extra_repr(self) -> str:
         return f"task={self.task!r}, pooling={self.pooling!r}, q_min={self.q_min}"

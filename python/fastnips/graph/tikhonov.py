@@ -142,15 +142,16 @@ def _check_basis(basis) -> None:
         raise ValueError(f"basis must be one of {BASES}, got {basis!r}")
 
 
-def _coefficients(coeffs) -> np.ndarray:
+def _coefficients(coeffs, name: str = "coeffs", symbols: str = "theta_0 ... theta_K") -> np.ndarray:
+    """Polynomial coefficients as a contiguous float64 vector: real, 1-D, non-empty, finite."""
     c = _to_numpy(coeffs)
     if c.dtype.kind not in "biuf":
-        raise TypeError(f"coeffs must be real numbers, got dtype {c.dtype}")
-    c = np.asarray(c, dtype=np.float64)
+        raise TypeError(f"{name} must hold real numbers, got dtype {c.dtype}")
+    c = np.ascontiguousarray(c, dtype=np.float64)
     if c.ndim != 1 or c.shape[0] < 1:
-        raise ValueError(f"coeffs must be a non-empty 1-D array (theta_0 ... theta_K), got shape {c.shape}")
+        raise ValueError(f"{name} must be a non-empty 1-D array ({symbols}), got shape {c.shape}")
     if not np.all(np.isfinite(c)):
-        raise ValueError("coeffs contains NaN or inf")
+        raise ValueError(f"{name} contains NaN or inf")
     return c
 
 
