@@ -4,13 +4,18 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "causal/htc.h"
 #include "graph/tikhonov.h"
 #include "graph/tikhonov_dense.h"
 #include "ops/spmm.h"
+#include "prune/masks.h"
+#include "prune/pack.h"
+#include "prune/sparsegpt.h"
 #ifdef FASTNIPS_WITH_CUDA
 #include "cuda/cuda_api.h"
 #endif
@@ -534,6 +539,313 @@ py::array tikhonov_dense_solve(const py::array& factors, const Int64Array& order
   throw py::type_error("factors/B must be float32 or float64");
 }
 
+// ---------------------------------------------------------------------------------------------- prune
+
+namespace fp = fastnips::prune;
+
+// A C-contiguous 2-D float32/float64 array (scores, weights); returns true for float32.
+bool check_float_matrix(const py::array& a, const char* name) {
+  if (a.ndim() != 2 || !(a.flags() & py::array::c_style))
+    throw py::value_error(std::string(name) + " must be a C-contiguous 2-D array");
+  if (is_dtype<float>(a)) return true;
+  if (is_dtype<double>(a)) return false;
+  throw py::type_error(std::string(name) + " must be float32 or float64 (convert half types to float32 first)");
+}
+
+void check_nm(int keep, int group, int64_t cols) {
+  if (group < 1 || group > 255 || keep < 1 || keep > group)
+    throw py::value_error("N:M needs 1 <= keep <= group <= 255, got keep=" + std::to_string(keep) +
+                          ", group=" + std::to_string(group));
+  if (cols % group)
+    throw py::value_error("in_features = " + std::to_string(cols) + " is not a multiple of the N:M group " +
+                          std::to_string(group));
+}
+
+py::array_t<bool> new_mask(int64_t rows, int64_t cols) { return py::array_t<bool>({rows, cols}); }
+
+uint8_t* mask_data(py::array_t<bool>& m) { return reinterpret_cast<uint8_t*>(m.mutable_data()); }
+
+// mode: "row" (k pruned per row), "matrix" (k pruned in all), "nm" (keep of every group).
+py::array prune_select_mask(const py::array& scores, const std::string& mode, int64_t k, int keep, int group,
+                            int n_threads) {
+  const bool f32 = check_float_matrix(scores, "scores");
+  const int64_t rows = scores.shape(0), cols = scores.shape(1);
+  if (mode == "nm") check_nm(keep, group, cols);
+  else if (mode == "row" || mode == "matrix") {
+    const int64_t n = mode == "row" ? cols : rows * cols;
+    if (k < 0 || k > n) throw py::value_error("k must lie in [0, " + std::to_string(n) + "], got " + std::to_string(k));
+  } else throw py::value_error("mode must be 'row', 'matrix' or 'nm', got '" + mode + "'");
+  auto mask = new_mask(rows, cols);
+  uint8_t* m = mask_data(mask);
+  const void* s = scores.data();
+  {
+    py::gil_scoped_release release;
+    if (mode == "row") {
+      if (f32) fp::select_rows(rows, cols, static_cast<const float*>(s), k, m, n_threads);
+      else fp::select_rows(rows, cols, static_cast<const double*>(s), k, m, n_threads);
+    } else if (mode == "matrix") {
+      if (f32) fp::select_matrix(rows, cols, static_cast<const float*>(s), k, m, n_threads);
+      else fp::select_matrix(rows, cols, static_cast<const double*>(s), k, m, n_threads);
+    } else {
+      if (f32) fp::select_nm(rows, cols, static_cast<const float*>(s), keep, group, m, n_threads);
+      else fp::select_nm(rows, cols, static_cast<const double*>(s), keep, group, m, n_threads);
+    }
+  }
+  return mask;
+}
+
+// Fused magnitude / Wanda scoring, selection and zeroing of W in place; returns the keep-mask.
+py::array prune_weight(py::array W, const py::object& norms, const std::string& mode, int64_t k, int keep, int group,
+                       int n_threads) {
+  const bool f32 = check_float_matrix(W, "weight");
+  if (!W.writeable()) throw py::value_error("weight must be writeable");
+  const int64_t rows = W.shape(0), cols = W.shape(1);
+  int m = 0;
+  if (mode == "nm") {
+    check_nm(keep, group, cols);
+    m = 2;
+  } else if (mode == "row" || mode == "matrix") {
+    m = mode == "row" ? 0 : 1;
+    const int64_t n = m == 0 ? cols : rows * cols;
+    if (k < 0 || k > n) throw py::value_error("k must lie in [0, " + std::to_string(n) + "], got " + std::to_string(k));
+  } else throw py::value_error("mode must be 'row', 'matrix' or 'nm', got '" + mode + "'");
+  const void* nrm = nullptr;
+  py::array narr;
+  if (!norms.is_none()) {
+    narr = norms.cast<py::array>();
+    require_1d_contig(narr, "input_norms");
+    if (narr.shape(0) != cols) throw py::value_error("input_norms must have one entry per column of weight");
+    if (!narr.dtype().is(W.dtype())) throw py::type_error("input_norms and weight must share one dtype");
+    nrm = narr.data();
+  }
+  auto mask = new_mask(rows, cols);
+  uint8_t* mk = mask_data(mask);
+  void* w = W.mutable_data();
+  {
+    py::gil_scoped_release release;
+    if (f32)
+      fp::prune_weight(rows, cols, static_cast<float*>(w), static_cast<const float*>(nrm), m, k, keep, group, mk,
+                       n_threads);
+    else
+      fp::prune_weight(rows, cols, static_cast<double*>(w), static_cast<const double*>(nrm), m, k, keep, group, mk,
+                       n_threads);
+  }
+  return mask;
+}
+
+// The SparseGPT sweep on W (in place) with U = upper Cholesky factor of the damped H^-1 (same dtype);
+// returns (keep-mask, losses float64).
+py::tuple prune_sparsegpt_sweep(py::array W, const py::array& U, const std::string& mode, int64_t blocksize,
+                                const Int64Array& counts, int keep, int group, int n_threads) {
+  const bool f32 = check_float_matrix(W, "weight");
+  if (!W.writeable()) throw py::value_error("weight must be writeable");
+  check_float_matrix(U, "hinv");
+  if (!U.dtype().is(W.dtype())) throw py::type_error("weight and hinv must share one dtype (float32 or float64)");
+  const int64_t rows = W.shape(0), cols = W.shape(1);
+  if (U.shape(0) != cols || U.shape(1) != cols)
+    throw py::value_error("hinv must have shape (in_features, in_features) = (" + std::to_string(cols) + ", " +
+                          std::to_string(cols) + ")");
+  if (blocksize < 1) throw py::value_error("blocksize must be >= 1");
+  fp::SparseGPTOptions opt;
+  opt.blocksize = blocksize;
+  opt.n_threads = n_threads;
+  const int64_t B = std::min(blocksize, std::max<int64_t>(cols, 1));
+  const int64_t n_blocks = cols ? (cols + B - 1) / B : 0;
+  if (mode == "nm") {
+    check_nm(keep, group, cols);
+    if (blocksize % group) throw py::value_error("blocksize must be a multiple of the N:M group");
+    opt.mode = fp::SparseGPTOptions::kNM;
+    opt.keep = keep;
+    opt.group = group;
+  } else if (mode == "row" || mode == "matrix") {
+    opt.mode = mode == "row" ? fp::SparseGPTOptions::kRow : fp::SparseGPTOptions::kMatrix;
+    if (counts.ndim() != 1 || counts.shape(0) != n_blocks)
+      throw py::value_error("counts must hold one entry per block (" + std::to_string(n_blocks) + ")");
+    const int64_t* c = counts.data();
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      const int64_t nb = std::min(cols, (b + 1) * B) - b * B;
+      const int64_t lim = mode == "row" ? nb : nb * rows;
+      if (c[b] < 0 || c[b] > lim)
+        throw py::value_error("counts[" + std::to_string(b) + "] = " + std::to_string(c[b]) + " is outside [0, " +
+                              std::to_string(lim) + "]");
+    }
+    opt.counts = c;
+  } else throw py::value_error("mode must be 'row', 'matrix' or 'nm', got '" + mode + "'");
+  auto mask = new_mask(rows, cols);
+  py::array_t<double> losses(rows);
+  uint8_t* mk = mask_data(mask);
+  double* lo = losses.mutable_data();
+  void* w = W.mutable_data();
+  const void* u = U.data();
+  {
+    py::gil_scoped_release release;
+    if (f32) fp::sparsegpt_sweep(rows, cols, static_cast<float*>(w), static_cast<const float*>(u), opt, mk, lo);
+    else fp::sparsegpt_sweep(rows, cols, static_cast<double*>(w), static_cast<const double*>(u), opt, mk, lo);
+  }
+  return py::make_tuple(mask, losses);
+}
+
+// Packing moves raw bits: any C-contiguous 2-D array of 2-, 4- or 8-byte elements (fastnips passes integer
+// views of float16/bfloat16/float32/float64 tensors).
+int elem_bytes(const py::array& a, const char* name) {
+  const auto s = a.itemsize();
+  if (s != 2 && s != 4 && s != 8)
+    throw py::type_error(std::string(name) + " must have 2-, 4- or 8-byte elements, got " + std::to_string(s));
+  return int(s);
+}
+
+std::string pack_error(const fp::PackStatus& st, int keep, int group) {
+  using S = fp::PackStatus;
+  std::ostringstream os;
+  switch (st.kind) {
+    case S::kTooManyNonzeros:
+      os << "weight does not follow the N:M pattern (keep " << keep << " of " << group << "): row " << st.row
+         << ", group " << st.group << " (columns " << st.group * group << ".." << (st.group + 1) * group - 1
+         << ") holds " << st.value << " nonzeros";
+      break;
+    case S::kBadIndex:
+      os << "indices must be strictly increasing positions in [0, " << group << ") within each group: row "
+         << st.row << ", group " << st.group;
+      break;
+    case S::kBadOffsets:
+      os << "row_offsets disagree with the bitmask or values at row " << st.row << " (value " << st.value
+         << "): they must rise from 0 to len(values), row by row as the popcount of the bitmask";
+      break;
+    case S::kStrayBits: os << "bitmask row " << st.row << " has bits set past the last column"; break;
+    default: os << "unknown error";
+  }
+  return os.str();
+}
+
+template <typename U>
+py::tuple pack_nm_typed(const py::array& W, int keep, int group, int n_threads) {
+  const int64_t rows = W.shape(0), cols = W.shape(1), pc = cols / group * keep;
+  py::array values(W.dtype(), std::vector<py::ssize_t>{rows, pc});
+  py::array_t<uint8_t> idx({rows, pc});
+  const U* w = static_cast<const U*>(W.data());
+  U* v = static_cast<U*>(values.mutable_data());
+  uint8_t* ix = idx.mutable_data();
+  fp::PackStatus st;
+  {
+    py::gil_scoped_release release;
+    st = fp::pack_nm<U>(rows, cols, keep, group, w, v, ix, n_threads);
+  }
+  if (!st.ok()) throw py::value_error(pack_error(st, keep, group));
+  return py::make_tuple(values, idx);
+}
+
+py::tuple prune_pack_nm(const py::array& W, int keep, int group, int n_threads) {
+  if (W.ndim() != 2 || !(W.flags() & py::array::c_style))
+    throw py::value_error("weight must be a C-contiguous 2-D array");
+  check_nm(keep, group, W.shape(1));
+  switch (elem_bytes(W, "weight")) {
+    case 2: return pack_nm_typed<uint16_t>(W, keep, group, n_threads);
+    case 4: return pack_nm_typed<uint32_t>(W, keep, group, n_threads);
+    default: return pack_nm_typed<uint64_t>(W, keep, group, n_threads);
+  }
+}
+
+template <typename U>
+py::array unpack_nm_typed(const py::array& values, const py::array& idx, int64_t cols, int keep, int group,
+                          int n_threads) {
+  const int64_t rows = values.shape(0);
+  py::array out(values.dtype(), std::vector<py::ssize_t>{rows, cols});
+  const U* v = static_cast<const U*>(values.data());
+  const uint8_t* ix = static_cast<const uint8_t*>(idx.data());
+  U* o = static_cast<U*>(out.mutable_data());
+  fp::PackStatus st;
+  {
+    py::gil_scoped_release release;
+    st = fp::unpack_nm<U>(rows, cols, keep, group, v, ix, o, n_threads);
+  }
+  if (!st.ok()) throw py::value_error(pack_error(st, keep, group));
+  return out;
+}
+
+py::array prune_unpack_nm(const py::array& values, const py::array& idx, int64_t cols, int keep, int group,
+                          int n_threads) {
+  if (values.ndim() != 2 || !(values.flags() & py::array::c_style))
+    throw py::value_error("values must be a C-contiguous 2-D array");
+  if (idx.ndim() != 2 || !(idx.flags() & py::array::c_style) || !is_dtype<uint8_t>(idx))
+    throw py::value_error("indices must be a C-contiguous 2-D uint8 array");
+  check_nm(keep, group, cols);
+  const int64_t pc = cols / group * keep;
+  if (values.shape(1) != pc || idx.shape(0) != values.shape(0) || idx.shape(1) != pc)
+    throw py::value_error("values and indices must both have shape (rows, in_features * keep / group) = (rows, " +
+                          std::to_string(pc) + ")");
+  switch (elem_bytes(values, "values")) {
+    case 2: return unpack_nm_typed<uint16_t>(values, idx, cols, keep, group, n_threads);
+    case 4: return unpack_nm_typed<uint32_t>(values, idx, cols, keep, group, n_threads);
+    default: return unpack_nm_typed<uint64_t>(values, idx, cols, keep, group, n_threads);
+  }
+}
+
+template <typename U>
+py::tuple pack_bitmask_typed(const py::array& W, int n_threads) {
+  const int64_t rows = W.shape(0), cols = W.shape(1), nbytes = (cols + 7) / 8;
+  py::array_t<int64_t> offsets(rows + 1);
+  const U* w = static_cast<const U*>(W.data());
+  int64_t* off = offsets.mutable_data();
+  {
+    py::gil_scoped_release release;
+    fp::bitmask_count<U>(rows, cols, w, off, n_threads);
+  }
+  py::array values(W.dtype(), std::vector<py::ssize_t>{py::ssize_t(off[rows])});
+  py::array_t<uint8_t> bitmask({rows, nbytes});
+  U* v = static_cast<U*>(values.mutable_data());
+  uint8_t* bm = bitmask.mutable_data();
+  {
+    py::gil_scoped_release release;
+    fp::bitmask_fill<U>(rows, cols, w, off, v, bm, n_threads);
+  }
+  return py::make_tuple(values, bitmask, offsets);
+}
+
+py::tuple prune_pack_bitmask(const py::array& W, int n_threads) {
+  if (W.ndim() != 2 || !(W.flags() & py::array::c_style))
+    throw py::value_error("weight must be a C-contiguous 2-D array");
+  switch (elem_bytes(W, "weight")) {
+    case 2: return pack_bitmask_typed<uint16_t>(W, n_threads);
+    case 4: return pack_bitmask_typed<uint32_t>(W, n_threads);
+    default: return pack_bitmask_typed<uint64_t>(W, n_threads);
+  }
+}
+
+template <typename U>
+py::array unpack_bitmask_typed(const py::array& values, const py::array& bitmask, const Int64Array& offsets,
+                               int64_t cols, int n_threads) {
+  const int64_t rows = bitmask.shape(0);
+  py::array out(values.dtype(), std::vector<py::ssize_t>{rows, cols});
+  const U* v = static_cast<const U*>(values.data());
+  const uint8_t* bm = static_cast<const uint8_t*>(bitmask.data());
+  const int64_t* off = offsets.data();
+  U* o = static_cast<U*>(out.mutable_data());
+  fp::PackStatus st;
+  {
+    py::gil_scoped_release release;
+    st = fp::bitmask_unpack<U>(rows, cols, int64_t(values.shape(0)), v, bm, off, o, n_threads);
+  }
+  if (!st.ok()) throw py::value_error(pack_error(st, 0, 0));
+  return out;
+}
+
+py::array prune_unpack_bitmask(const py::array& values, const py::array& bitmask, const Int64Array& offsets,
+                               int64_t cols, int n_threads) {
+  require_1d_contig(values, "values");
+  if (bitmask.ndim() != 2 || !(bitmask.flags() & py::array::c_style) || !is_dtype<uint8_t>(bitmask))
+    throw py::value_error("bitmask must be a C-contiguous 2-D uint8 array");
+  if (cols < 0 || bitmask.shape(1) != (cols + 7) / 8)
+    throw py::value_error("bitmask must have ceil(in_features / 8) = " + std::to_string((cols + 7) / 8) +
+                          " columns, got " + std::to_string(bitmask.shape(1)));
+  if (offsets.ndim() != 1 || offsets.shape(0) != bitmask.shape(0) + 1)
+    throw py::value_error("row_offsets must have rows + 1 = " + std::to_string(bitmask.shape(0) + 1) + " entries");
+  switch (elem_bytes(values, "values")) {
+    case 2: return unpack_bitmask_typed<uint16_t>(values, bitmask, offsets, cols, n_threads);
+    case 4: return unpack_bitmask_typed<uint32_t>(values, bitmask, offsets, cols, n_threads);
+    default: return unpack_bitmask_typed<uint64_t>(values, bitmask, offsets, cols, n_threads);
+  }
+}
+
 py::dict build_info() {
   py::dict info;
   info["version"] = FASTNIPS_VERSION;
@@ -597,6 +909,27 @@ PYBIND11_MODULE(_C, m) {
   m.def("tikhonov_poly_apply", &tikhonov_poly_apply, py::arg("indptr"), py::arg("indices"), py::arg("data"),
         py::arg("cheb"), py::arg("V"), py::arg("n_threads") = 0,
         "p(L) V for CSR L and p in the Chebyshev basis of L - I (K fused sparse products).");
+
+  m.def("prune_select_mask", &prune_select_mask, py::arg("scores"), py::arg("mode"), py::arg("k") = 0,
+        py::arg("keep") = 0, py::arg("group") = 0, py::arg("n_threads") = 0,
+        "Keep-mask (bool) pruning the lowest scores, ties by lower index: mode 'row' (k per row), 'matrix' (k in "
+        "all) or 'nm' (keep of every group). See fastnips.prune.select_mask.");
+  m.def("prune_weight", &prune_weight, py::arg("weight"), py::arg("input_norms"), py::arg("mode"), py::arg("k") = 0,
+        py::arg("keep") = 0, py::arg("group") = 0, py::arg("n_threads") = 0,
+        "Fused magnitude (input_norms None) or Wanda scores, exact selection and zeroing of weight in place; "
+        "returns the keep-mask. See fastnips.prune.masks.prune_weight_.");
+  m.def("prune_sparsegpt_sweep", &prune_sparsegpt_sweep, py::arg("weight"), py::arg("hinv"), py::arg("mode"),
+        py::arg("blocksize"), py::arg("counts"), py::arg("keep") = 0, py::arg("group") = 0, py::arg("n_threads") = 0,
+        "SparseGPT's OBS column sweep on weight in place, hinv the upper Cholesky factor of the damped H^-1; "
+        "returns (keep-mask, losses). See fastnips.prune.sparsegpt.sparsegpt_prune_.");
+  m.def("prune_pack_nm", &prune_pack_nm, py::arg("weight"), py::arg("keep"), py::arg("group"),
+        py::arg("n_threads") = 0, "N:M pack of raw element bits: (values, indices uint8). See fastnips.prune.pack.");
+  m.def("prune_unpack_nm", &prune_unpack_nm, py::arg("values"), py::arg("indices"), py::arg("cols"),
+        py::arg("keep"), py::arg("group"), py::arg("n_threads") = 0, "Inverse of prune_pack_nm.");
+  m.def("prune_pack_bitmask", &prune_pack_bitmask, py::arg("weight"), py::arg("n_threads") = 0,
+        "Bitmask pack of raw element bits: (values, bitmask uint8, row_offsets int64). See fastnips.prune.pack.");
+  m.def("prune_unpack_bitmask", &prune_unpack_bitmask, py::arg("values"), py::arg("bitmask"),
+        py::arg("row_offsets"), py::arg("cols"), py::arg("n_threads") = 0, "Inverse of prune_pack_bitmask.");
 
 #ifdef FASTNIPS_WITH_CUDA
   m.def("cuda_device_count", [] {

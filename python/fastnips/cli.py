@@ -165,6 +165,24 @@ def demo_tikhonov(seed: int) -> list[dict]:
                        f"AUROC of q vs motif nodes {auroc:.3f}"}]
 
 
+def demo_prune(seed: int) -> list[dict]:
+    """Prune the shipped tiny decoder to 50 % with Wanda, reconstruct block-wise, report perplexities."""
+    from . import _optional
+
+    if _optional.torch_or_none() is None:
+        return [{"task": "prune", "backend": "-", "result": "skipped", "detail": "torch is not installed"}]
+    from .prune.pipeline import run_pipeline
+
+    s = run_pipeline("tiny", criterion="wanda", sparsity=0.5, window="block", epochs=4, lr=1e-3, calib_n=64,
+                     seqlen=128, eval_n=32, batch_size=8, seed=seed, progress=False, log=lambda *_: None)
+    return [{"task": "prune", "backend": "torch",
+             "result": f"ppl {s['ppl_dense']:.2f}/{s['ppl_pruned']:.2f}/{s['ppl_reconstructed']:.2f}",
+             "detail": f"tiny byte-level decoder, Wanda 50 % per row then block-wise reconstruction "
+                       f"({s['calib_tokens']} calibration tokens, {s['total_s']:.1f} s): held-out perplexity "
+                       f"dense {s['ppl_dense']:.3f} / pruned {s['ppl_pruned']:.3f} / reconstructed "
+                       f"{s['ppl_reconstructed']:.3f}, sparsity {s['sparsity']:.3f}"}]
+
+
 def _optional_cuda() -> bool:
     from . import _optional
 
@@ -177,7 +195,7 @@ def _optional_cuda() -> bool:
 @click.option("--seed", default=0, show_default=True)
 def demo(n: int, seed: int) -> None:
     """Run every implemented capability on embedded or generated data and print a results table."""
-    rows = demo_spmm(n, seed) + demo_htc(seed) + demo_tikhonov(seed)
+    rows = demo_spmm(n, seed) + demo_htc(seed) + demo_tikhonov(seed) + demo_prune(seed)
     w_task = max(len(r["task"]) for r in rows)
     w_b = max(len(r["backend"]) for r in rows)
     w_r = max(len(r["result"]) for r in rows)
@@ -248,6 +266,60 @@ def htc(path, tian, edgewise, certificate, method, seed, backend, as_json):
         verdict = ("generically infinite-to-one (FDD certificate)" if report["certified_nonidentifiable"]
                    else "no certificate of non-identifiability")
         click.echo(f"\ncertificate: {verdict}")
+
+
+@main.command()
+@click.option("--model", "model_name", default="tiny", show_default=True,
+              help="smollm2 (needs fastnips[prune]), tiny (the shipped byte-level decoder) or a local HF folder.")
+@click.option("--criterion", type=click.Choice(["magnitude", "wanda", "sparsegpt"]), default="wanda",
+              show_default=True)
+@click.option("--sparsity", type=float, default=0.5, show_default=True, help="Unstructured, per row.")
+@click.option("--pattern", default="unstructured", show_default=True,
+              help="unstructured, or N:M as KEEP:GROUP (2:4 keeps 2 of every 4: NVIDIA's meaning).")
+@click.option("--window", default="block", show_default=True,
+              help="Reconstruction window: none, matrix, attn_mlp, block or blocks:K.")
+@click.option("--inputs", type=click.Choice(["dense", "sparse"]), default="dense", show_default=True)
+@click.option("--lora-r", default=0, show_default=True, help="Masked-LoRA rank (0: train all window parameters).")
+@click.option("--epochs", default=2, show_default=True)
+@click.option("--lr", default=1e-4, show_default=True)
+@click.option("--calib-n", default=32, show_default=True, help="Calibration sequences.")
+@click.option("--seqlen", default=128, show_default=True, help="Tokens per sequence (never the model's maximum).")
+@click.option("--eval-n", default=16, show_default=True, help="Held-out sequences for perplexity.")
+@click.option("--batch-size", default=4, show_default=True)
+@click.option("--seed", default=0, show_default=True)
+@click.option("--no-baseline", is_flag=True, help="Skip the criterion-only run (perplexity before reconstruction).")
+@click.option("--out", type=click.Path(file_okay=False), default=None,
+              help="Folder for sparse.safetensors, config.json and summary.json.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def prune(model_name, criterion, sparsity, pattern, window, inputs, lora_r, epochs, lr, calib_n, seqlen, eval_n,
+          batch_size, seed, no_baseline, out, as_json):
+    """Prune a causal LM, reconstruct it window by window, report perplexity, save a sparse checkpoint.
+
+    Calibration and held-out text are the docstrings of Python's standard library (no download).
+    """
+    from .prune.pipeline import parse_pattern, parse_window, run_pipeline
+
+    try:
+        pat = parse_pattern(pattern)
+        win = parse_window(window)
+        s = run_pipeline(model_name, criterion=criterion, sparsity=sparsity, pattern=pat, window=win, inputs=inputs,
+                         lora_r=lora_r, epochs=epochs, lr=lr, calib_n=calib_n, seqlen=seqlen, eval_n=eval_n,
+                         batch_size=batch_size, seed=seed, baseline=not no_baseline, out=out,
+                         log=(lambda *_: None) if as_json else click.echo)
+    except (ValueError, TypeError, ImportError, FileNotFoundError) as exc:
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        click.echo(json.dumps(s, indent=2))
+        return
+    click.echo(f"\n{s['model']}: {s['criterion']}, {s['pattern']}, window {s['window']} ({s['inputs']} inputs)")
+    click.echo(f"  perplexity  dense {s['ppl_dense']:.3f}"
+               + (f"  pruned {s['ppl_pruned']:.3f}" if "ppl_pruned" in s else "")
+               + (f"  reconstructed {s['ppl_reconstructed']:.3f}" if "ppl_reconstructed" in s else ""))
+    click.echo(f"  sparsity of the block linears {s['sparsity']:.4f}; time {s['total_s']:.1f} s "
+               f"(load {s['load_s']:.1f}, prune {s.get('prune_s', 0):.1f}, reconstruct {s.get('reconstruct_s', 0):.1f})"
+               + (f"; peak RSS {s['peak_rss_bytes'] / 2**20:.0f} MiB" if s.get("peak_rss_bytes") else ""))
+    if "out" in s:
+        click.echo(f"  saved {s['out']}/sparse.safetensors (fastnips.prune.load_sparse), summary.json")
 
 
 def _clip(items, limit: int = 30) -> str:

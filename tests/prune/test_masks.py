@@ -1,4 +1,5 @@
-"""fastnips.prune masks: exact counts under heavy ties, valid N:M patterns, index tie-breaking, clear errors.
+"""fastnips.prune masks: exact counts under heavy ties, valid N:M patterns, index tie-breaking, clear errors;
+the cpp selection equal to the torch reference bit for bit; the fused prune_weight_.
 
 Oracle: plain Python per-row sorting (sorted by (score, index)), independent of torch.sort.
 """
@@ -12,7 +13,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from fastnips import _backend  # noqa: E402
 from fastnips.prune import NM, magnitude_scores, select_mask, wanda_scores  # noqa: E402
+from fastnips.prune.masks import prune_weight_  # noqa: E402
 
 
 def tied_weights(rows=16, cols=64, levels=5, seed=0):
@@ -131,3 +134,95 @@ def test_bad_tensors_and_patterns():
         wanda_scores(torch.ones(2, 4), torch.ones(3))
     with pytest.raises(ValueError, match="finite and >= 0"):
         wanda_scores(torch.ones(2, 4), torch.tensor([1.0, -1.0, 1.0, 1.0]))
+
+
+# ---------------------------------------------------------------------------------------------------
+# backends: cpp (csrc/prune/masks.cpp) against the torch reference, bit for bit
+
+MASK_SPECS = [
+    pytest.param(dict(sparsity=0.0), id="row0"),
+    pytest.param(dict(sparsity=0.5), id="row50"),
+    pytest.param(dict(sparsity=0.99), id="row99"),
+    pytest.param(dict(sparsity=0.37, scope="matrix"), id="matrix37"),
+    pytest.param(dict(pattern=NM(1, 4)), id="1:4"),
+    pytest.param(dict(pattern=NM(2, 4)), id="2:4"),
+    pytest.param(dict(pattern=NM(4, 8)), id="4:8"),
+    pytest.param(dict(pattern=NM(5, 32)), id="5:32"),  # a group above 16 takes the nth_element path
+]
+
+
+@pytest.fixture(params=["reference", "cpp"])
+def mask_backend(request):
+    why = _backend.why_unavailable(request.param)
+    if why:
+        pytest.skip(f"backend {request.param!r} not available: {why}")
+    return request.param
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("spec", MASK_SPECS)
+def test_cpp_equals_reference_bit_for_bit(spec, dtype):
+    if not _backend.backend_available("cpp"):
+        pytest.skip(_backend.why_unavailable("cpp"))
+    g = torch.Generator().manual_seed(11)
+    inputs = [
+        tied_weights(rows=33, cols=64, levels=2, seed=1).to(dtype),  # heavy ties
+        torch.randn(33, 64, generator=g).to(dtype),
+        torch.randn(1, 32, generator=g).abs().to(dtype),
+    ]
+    inputs[0][0, :8] = -0.0  # signed zeros tie with +0
+    for s in inputs:
+        ref = select_mask(s, backend="reference", **spec)
+        got = select_mask(s, backend="cpp", **spec)
+        assert got.dtype == torch.bool
+        assert torch.equal(got, ref)
+
+
+def test_existing_oracles_hold_on_every_backend(mask_backend):
+    W = tied_weights()
+    s = magnitude_scores(W)
+    k = W.shape[1] // 2
+    m = select_mask(s, sparsity=0.5, backend=mask_backend)
+    for i in range(W.shape[0]):
+        assert m[i].tolist() == oracle_row_mask(s[i].tolist(), k)
+    m = select_mask(s, sparsity=0.6, scope="matrix", backend=mask_backend)
+    assert m.reshape(-1).tolist() == oracle_row_mask(s.reshape(-1).tolist(), math.floor(0.6 * s.numel()))
+    m = select_mask(s, pattern=NM(1, 4), backend=mask_backend)
+    for i in range(W.shape[0]):
+        for g0 in range(0, W.shape[1], 4):
+            assert m[i, g0 : g0 + 4].tolist() == oracle_row_mask(s[i, g0 : g0 + 4].tolist(), 3)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+@pytest.mark.parametrize("criterion", ["magnitude", "wanda"])
+@pytest.mark.parametrize("spec", [MASK_SPECS[1], MASK_SPECS[3], MASK_SPECS[4], MASK_SPECS[5]])
+def test_prune_weight_fuses_score_select_apply(mask_backend, criterion, spec, dtype):
+    g = torch.Generator().manual_seed(12)
+    W = tied_weights(rows=20, cols=32, levels=3, seed=2).to(dtype) * torch.randn(1, 32, generator=g).sign().to(dtype)
+    norms = torch.rand(32, generator=g, dtype=torch.float64) + 0.5 if criterion == "wanda" else None
+    scores = magnitude_scores(W) if norms is None else wanda_scores(W, norms)
+    want_mask = select_mask(scores, backend="reference", **spec)
+    got = W.clone()
+    mask = prune_weight_(got, criterion=criterion, input_norms=norms, backend=mask_backend, **spec)
+    assert torch.equal(mask, want_mask)
+    assert torch.equal(got, W.masked_fill(~want_mask, 0.0))
+    assert not torch.signbit(got[~mask]).any()  # pruned entries are +0.0, not W.mul_(mask)'s -0.0
+
+
+def test_backend_and_prune_weight_errors():
+    with pytest.raises(ValueError, match="unknown backend 'gpu'"):
+        select_mask(torch.ones(2, 4), sparsity=0.5, backend="gpu")
+    with pytest.raises(ValueError, match="has no 'triton' backend"):
+        select_mask(torch.ones(2, 4), sparsity=0.5, backend="triton")
+    with pytest.raises(ValueError, match="criterion must be"):
+        prune_weight_(torch.ones(2, 4), criterion="sparsegpt", sparsity=0.5)
+    with pytest.raises(ValueError, match="needs input_norms"):
+        prune_weight_(torch.ones(2, 4), criterion="wanda", sparsity=0.5)
+    with pytest.raises(ValueError, match="only used by criterion='wanda'"):
+        prune_weight_(torch.ones(2, 4), input_norms=torch.ones(4), sparsity=0.5)
+    with pytest.raises(ValueError, match="NaN or inf"):
+        prune_weight_(torch.tensor([[1.0, float("inf")]]), sparsity=0.5)
+    with pytest.raises(ValueError, match="finite and >= 0"):
+        prune_weight_(torch.ones(2, 4), criterion="wanda", input_norms=-torch.ones(4), sparsity=0.5)
+    with pytest.raises(ValueError, match="not a multiple of the N:M group 4"):
+        prune_weight_(torch.ones(2, 6), pattern=NM(2, 4))

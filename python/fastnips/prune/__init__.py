@@ -1,12 +1,111 @@
-r"""LLM pruning with exact masks (issue 7; paper: Wagner, Roux, Zimmer, Pokutta, "A Free Lunch in LLM
-Compression: Revisiting Retraining after Pruning", arXiv 2510.14444; shared/notes/prune.md).
+r"""LLM pruning with exact masks and local reconstruction (issue 7; paper: Wagner, Roux, Zimmer, Pokutta,
+"A Free Lunch in LLM Compression: Revisiting Retraining after Pruning", arXiv 2510.14444;
+shared/notes/prune.md).
 
-So far: the pruning criteria's scores and exact mask selection (:mod:`fastnips.prune.masks`), in torch.
-Reconstruction windows, SparseGPT, native kernels and checkpoints are the rest of issue 7.
+Pipeline::
+
+    import fastnips.prune as fp
+    model, tok = fp.load_causal_lm("smollm2")            # or "tiny", or a local HF folder; never downloads
+    calib = fp.Calibration.from_token_ids(ids, seqlen=128, n=128, seed=0)
+    rep = fp.prune_and_reconstruct(model, calib, criterion="wanda", pattern=fp.NM(2, 4), window="attn_mlp")
+    fp.save_sparse(model, "model.sparse.safetensors", fmt="nm", pattern=fp.NM(2, 4))
+
+* Masks (:mod:`~fastnips.prune.masks`): :class:`NM` ``(keep, group)``, scores, exact-count selection.
+* Criteria over a model (:mod:`~fastnips.prune.criteria`): :func:`magnitude`, :func:`wanda`, :func:`sparsegpt`
+  (the OBS sweep of one layer: :func:`sparsegpt_prune_` in :mod:`~fastnips.prune.obs`); statistics once per
+  distinct input.
+* Reconstruction (:mod:`~fastnips.prune.reconstruction`): :func:`reconstruct`, :func:`prune_and_reconstruct`,
+  :func:`retrain`; windows ``"matrix" | "attn_mlp" | "block" | Blocks(k)`` (:mod:`~fastnips.prune.arch`).
+* Masked layers (:mod:`~fastnips.prune.masked`): :class:`MaskedLinear`, :class:`MaskedLoRALinear`,
+  :class:`LoRA`, :func:`apply_masks`, :func:`keep_masks`, ...
+* Checkpoints (:mod:`~fastnips.prune.pack`): N:M and bitmask packing, :func:`save_sparse`, :func:`load_sparse`.
+* Models and data: :func:`load_causal_lm`, :func:`perplexity`, :class:`TinyDecoder`, :func:`load_tiny`.
 """
 
 from __future__ import annotations
 
-from .masks import NM, magnitude_scores, select_mask, wanda_scores
+from .arch import Blocks, decoder_blocks, windows
+from .calib import Calibration
+from .criteria import CRITERIA, InputStats, StatsCollector, block_linears, magnitude, sparsegpt, wanda
+from .hf import load_causal_lm, perplexity, smollm2_gguf_path, token_ids
+from .masked import (
+    LoRA,
+    MaskedLinear,
+    MaskedLoRALinear,
+    add_lora,
+    apply_masks,
+    keep_masks,
+    masks_of,
+    merge_lora,
+    sparsity_report,
+    strip_masks,
+)
+from .masks import NM, magnitude_scores, prune_weight_, select_mask, wanda_scores
+from .obs import SparseGPTResult, sparsegpt_prune_
+from .pack import (
+    FORMAT_VERSION,
+    PackedBitmask,
+    PackedNM,
+    load_sparse,
+    pack_bitmask,
+    pack_nm,
+    save_sparse,
+    unpack_bitmask,
+    unpack_nm,
+)
+from .reconstruction import Report, WindowReport, prune_and_reconstruct, reconstruct, retrain
+from .tiny import TinyConfig, TinyDecoder, load_tiny, save_tiny, train_tiny
 
-__all__ = ["NM", "magnitude_scores", "select_mask", "wanda_scores"]
+__all__ = [
+    "CRITERIA",
+    "FORMAT_VERSION",
+    "NM",
+    "Blocks",
+    "Calibration",
+    "InputStats",
+    "LoRA",
+    "MaskedLinear",
+    "MaskedLoRALinear",
+    "PackedBitmask",
+    "PackedNM",
+    "Report",
+    "SparseGPTResult",
+    "StatsCollector",
+    "TinyConfig",
+    "TinyDecoder",
+    "WindowReport",
+    "add_lora",
+    "apply_masks",
+    "block_linears",
+    "decoder_blocks",
+    "keep_masks",
+    "load_causal_lm",
+    "load_sparse",
+    "load_tiny",
+    "magnitude",
+    "magnitude_scores",
+    "masks_of",
+    "merge_lora",
+    "pack_bitmask",
+    "pack_nm",
+    "perplexity",
+    "prune_and_reconstruct",
+    "prune_weight_",
+    "reconstruct",
+    "retrain",
+    "save_sparse",
+    "save_tiny",
+    "select_mask",
+    "smollm2_gguf_path",
+    "sparsegpt",
+    "sparsegpt_prune_",
+    "sparsity_report",
+    "strip_masks",
+    "token_ids",
+    "train_tiny",
+    "unpack_bitmask",
+    "unpack_nm",
+    "wanda",
+    "wanda_scores",
+    "windows",
+]

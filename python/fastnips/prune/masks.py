@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["NM", "SCOPES", "magnitude_scores", "select_mask", "wanda_scores"]
+__all__ = ["NM", "SCOPES", "magnitude_scores", "prune_weight_", "select_mask", "wanda_scores"]
 
 SCOPES = ("row", "matrix")
 
@@ -90,6 +90,11 @@ def wanda_scores(weight: torch.Tensor, input_norms: torch.Tensor) -> torch.Tenso
         finite and >= 0.
     """
     w = _matrix("weight", weight).detach()
+    return w.abs() * _norms(w, input_norms)
+
+
+def _norms(w: torch.Tensor, input_norms) -> torch.Tensor:
+    """``input_norms`` checked and cast to ``w``'s device and dtype."""
     if not isinstance(input_norms, torch.Tensor):
         raise TypeError(f"input_norms must be a torch tensor, got {type(input_norms).__name__}")
     if input_norms.shape != (w.shape[1],):
@@ -98,11 +103,65 @@ def wanda_scores(weight: torch.Tensor, input_norms: torch.Tensor) -> torch.Tenso
     n = input_norms.detach().to(device=w.device, dtype=w.dtype)
     if not bool(torch.isfinite(n).all()) or bool((n < 0).any()):
         raise ValueError("input_norms must be finite and >= 0")
-    return w.abs() * n
+    return n
+
+
+_SUPPORTED = ("reference", "cpp")
+_HALF = (torch.float16, torch.bfloat16)
+
+
+def _check_pattern_or_sparsity(sparsity, pattern, scope, cols: int) -> None:
+    """The argument checks :func:`select_mask` and :func:`prune_weight_` share."""
+    if (sparsity is None) == (pattern is None):
+        raise ValueError("give exactly one of sparsity (unstructured) or pattern (an NM(keep, group))")
+    if pattern is not None:
+        if not isinstance(pattern, NM):
+            raise TypeError(f"pattern must be an NM(keep, group), got {pattern!r} (strings like '2:4' are refused: "
+                            "tools disagree on whether n counts kept or zeroed weights)")
+        if cols % pattern.group:
+            raise ValueError(f"in_features = {cols} is not a multiple of the N:M group {pattern.group}")
+        return
+    if isinstance(sparsity, bool) or not isinstance(sparsity, numbers.Real) or not 0.0 <= float(sparsity) < 1.0:
+        raise ValueError(f"sparsity must be a float in [0, 1), got {sparsity!r}")
+    if scope not in SCOPES:
+        raise ValueError(f"scope must be one of {SCOPES}, got {scope!r}")
+
+
+def _resolve(backend: str, t: torch.Tensor, op: str) -> str:
+    from .. import _backend
+
+    auto = ("cpp", "reference") if t.device.type == "cpu" else ("reference",)
+    return _backend.resolve(backend, op=op, supported=_SUPPORTED, auto=auto)
+
+
+def _keep_lowest_pruned(s: torch.Tensor, k: int) -> torch.Tensor:
+    """Keep-mask of the 2-D ``s`` pruning the ``k`` lowest of every row, in (score, index) order."""
+    order = torch.sort(s, dim=-1, stable=True).indices  # ascending; ties keep index order
+    mask = torch.ones_like(s, dtype=torch.bool)
+    mask.scatter_(-1, order[:, :k], False)
+    return mask
+
+
+def _reference_select(s: torch.Tensor, sparsity, pattern: NM | None, scope: str) -> torch.Tensor:
+    rows, cols = s.shape
+    if pattern is not None:
+        g = s.reshape(rows * (cols // pattern.group), pattern.group)
+        return _keep_lowest_pruned(g, pattern.group - pattern.keep).reshape(rows, cols)
+    flat = s.reshape(1, -1) if scope == "matrix" else s
+    return _keep_lowest_pruned(flat, math.floor(float(sparsity) * flat.shape[1])).reshape(rows, cols)
+
+
+def _native_args(shape, sparsity, pattern: NM | None, scope: str) -> dict:
+    """mode / k / keep / group for the cpp kernels."""
+    rows, cols = shape
+    if pattern is not None:
+        return dict(mode="nm", keep=pattern.keep, group=pattern.group)
+    n = rows * cols if scope == "matrix" else cols
+    return dict(mode=scope, k=math.floor(float(sparsity) * n))
 
 
 def select_mask(scores: torch.Tensor, *, sparsity: float | None = None, pattern: NM | None = None,
-                scope: str = "row") -> torch.Tensor:
+                scope: str = "row", backend: str = "auto") -> torch.Tensor:
     """The keep-mask that prunes the lowest scores, with exact counts and index tie-breaking.
 
     Parameters
@@ -117,6 +176,12 @@ def select_mask(scores: torch.Tensor, *, sparsity: float | None = None, pattern:
         both.
     scope : {"row", "matrix"}, default "row"
         Where the unstructured count applies (ignored by N:M, which is per group).
+    backend : {"auto", "reference", "cpp"}
+        ``"reference"`` is a stable torch sort; ``"cpp"`` (``csrc/prune/masks.cpp``) a partial selection
+        (``nth_element`` on (score, index) pairs, O(in_features) per row, OpenMP over rows; a rank count per
+        N:M group). Both give the same mask bit for bit; half-precision scores go to ``cpp`` as float32
+        (exact, order-preserving). ``"auto"``: ``cpp`` for CPU tensors, else ``reference``; a CUDA tensor
+        given to ``cpp`` is selected on the host and the mask comes back to its device.
 
     Returns
     -------
@@ -127,7 +192,8 @@ def select_mask(scores: torch.Tensor, *, sparsity: float | None = None, pattern:
     ------
     ValueError, TypeError
         Both or neither of ``sparsity`` / ``pattern``; sparsity outside [0, 1); a group that does not divide
-        ``in_features``; an unknown scope; NaN or inf scores; a non-2-D or non-float tensor.
+        ``in_features``; an unknown scope; NaN or inf scores; a non-2-D or non-float tensor; an unknown or
+        unavailable backend.
 
     Examples
     --------
@@ -140,29 +206,70 @@ def select_mask(scores: torch.Tensor, *, sparsity: float | None = None, pattern:
     [[0, 0, 0, 1, 1, 0, 0, 0]]
     """
     s = _matrix("scores", scores).detach()
-    if (sparsity is None) == (pattern is None):
-        raise ValueError("give exactly one of sparsity (unstructured) or pattern (an NM(keep, group))")
+    _check_pattern_or_sparsity(sparsity, pattern, scope, s.shape[1])
+    b = _resolve(backend, s, "select_mask")
     if not bool(torch.isfinite(s).all()):
         raise ValueError("scores contain NaN or inf")
-    rows, cols = s.shape
-    if pattern is not None:
-        if not isinstance(pattern, NM):
-            raise TypeError(f"pattern must be an NM(keep, group), got {pattern!r} (strings like '2:4' are refused: "
-                            "tools disagree on whether n counts kept or zeroed weights)")
-        if cols % pattern.group:
-            raise ValueError(f"in_features = {cols} is not a multiple of the N:M group {pattern.group}")
-        g = s.reshape(rows, cols // pattern.group, pattern.group)
-        order = torch.sort(g, dim=-1, stable=True).indices  # ascending; ties keep index order
-        mask = torch.ones_like(g, dtype=torch.bool)
-        mask.scatter_(-1, order[..., : pattern.group - pattern.keep], False)
-        return mask.reshape(rows, cols)
-    if isinstance(sparsity, bool) or not isinstance(sparsity, numbers.Real) or not 0.0 <= float(sparsity) < 1.0:
-        raise ValueError(f"sparsity must be a float in [0, 1), got {sparsity!r}")
-    if scope not in SCOPES:
-        raise ValueError(f"scope must be one of {SCOPES}, got {scope!r}")
-    flat = s.reshape(1, -1) if scope == "matrix" else s
-    k = math.floor(float(sparsity) * flat.shape[1])
-    order = torch.sort(flat, dim=-1, stable=True).indices
-    mask = torch.ones_like(flat, dtype=torch.bool)
-    mask.scatter_(-1, order[:, :k], False)
-    return mask.reshape(rows, cols)
+    if b == "reference":
+        return _reference_select(s, sparsity, pattern, scope)
+    from .. import _backend
+
+    host = s.to("cpu", torch.float32 if s.dtype in _HALF else s.dtype).contiguous()
+    if host.dtype not in (torch.float32, torch.float64):
+        host = host.to(torch.float64)
+    m = _backend.native().prune_select_mask(host.numpy(), **_native_args(s.shape, sparsity, pattern, scope))
+    return torch.from_numpy(m).to(s.device)
+
+
+def prune_weight_(weight: torch.Tensor, *, criterion: str = "magnitude", input_norms: torch.Tensor | None = None,
+                  sparsity: float | None = None, pattern: NM | None = None, scope: str = "row",
+                  backend: str = "auto") -> torch.Tensor:
+    r"""Score, select and apply in one call: zero the pruned entries of ``weight`` in place, return the mask.
+
+    ``criterion="magnitude"`` scores :math:`|W_{ij}|`, ``"wanda"`` scores :math:`|W_{ij}|\,\|X_{:,j}\|_2`
+    (``input_norms``); the selection is :func:`select_mask`'s (exact counts, lower index pruned first among
+    ties), so ``prune_weight_(W, ...)`` equals ``W.mul_(select_mask(scores(W), ...))`` except that pruned
+    entries become exactly ``+0.0`` (``mul_`` leaves ``-0.0`` for negative weights).
+
+    Parameters
+    ----------
+    weight : torch.Tensor, shape (out_features, in_features), floating point, finite; modified in place
+    criterion : {"magnitude", "wanda"}
+    input_norms : torch.Tensor, shape (in_features,), optional
+        Required for ``"wanda"``: :math:`\|X_{:,j}\|_2` over the calibration tokens, finite and >= 0.
+    sparsity, pattern, scope
+        As in :func:`select_mask`.
+    backend : {"auto", "reference", "cpp"}
+        ``"cpp"`` fuses scoring, selection and zeroing in one pass over each row (float32/float64 CPU
+        weights; other dtypes are scored in torch and selected by the cpp selection). ``"auto"``: ``cpp``
+        for CPU tensors.
+
+    Returns
+    -------
+    torch.Tensor of bool, shape of ``weight``: True where kept.
+    """
+    w = _matrix("weight", weight)
+    if criterion not in ("magnitude", "wanda"):
+        raise ValueError(f"criterion must be 'magnitude' or 'wanda', got {criterion!r}")
+    if criterion == "wanda" and input_norms is None:
+        raise ValueError("criterion='wanda' needs input_norms (the L2 norm of each input feature)")
+    if criterion == "magnitude" and input_norms is not None:
+        raise ValueError("input_norms is only used by criterion='wanda'")
+    _check_pattern_or_sparsity(sparsity, pattern, scope, w.shape[1])
+    b = _resolve(backend, w, "prune_weight_")
+    with torch.no_grad():
+        norms = _norms(w, input_norms) if criterion == "wanda" else None
+        if not bool(torch.isfinite(w).all()):
+            raise ValueError("weight contains NaN or inf")
+        fused = (b == "cpp" and w.device.type == "cpu" and w.dtype in (torch.float32, torch.float64)
+                 and w.is_contiguous())
+        if not fused:
+            scores = w.detach().abs() if norms is None else w.detach().abs() * norms
+            mask = select_mask(scores, sparsity=sparsity, pattern=pattern, scope=scope, backend=b)
+            w.masked_fill_(~mask, 0.0)
+            return mask
+        from .. import _backend
+
+        n = None if norms is None else norms.contiguous().numpy()
+        m = _backend.native().prune_weight(w.detach().numpy(), n, **_native_args(w.shape, sparsity, pattern, scope))
+        return torch.from_numpy(m)

@@ -1,0 +1,133 @@
+"""The end-to-end job behind ``fastnips prune``: load a causal LM, build calibration and held-out text from the
+standard library's docstrings, measure perplexity, prune (and reconstruct), measure again, save a sparse
+checkpoint. Also used by ``fastnips demo`` and bench/prune/eval_prune.py.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from pathlib import Path
+
+import torch
+
+from .arch import Blocks
+from .calib import Calibration
+from .masks import NM
+from .reconstruction import _rss_peak
+
+__all__ = ["parse_pattern", "parse_window", "run_pipeline"]
+
+
+def parse_pattern(text: str | None):
+    """``None``/``"unstructured"`` -> None; ``"2:4"`` -> ``NM(keep=2, group=4)`` (keep:group, NVIDIA's meaning)."""
+    if text is None or text == "unstructured":
+        return None
+    parts = text.split(":")
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        raise ValueError(f"pattern must be 'unstructured' or KEEP:GROUP such as 2:4, got {text!r}")
+    return NM(int(parts[0]), int(parts[1]))
+
+
+def parse_window(text: str):
+    """``none | matrix | attn_mlp | block | blocks:K`` -> the ``window`` argument (None for no reconstruction)."""
+    if text == "none":
+        return None
+    if text in ("matrix", "attn_mlp", "block"):
+        return text
+    if text.startswith("blocks:") and text[7:].isdigit():
+        return Blocks(int(text[7:]))
+    raise ValueError(f"window must be none, matrix, attn_mlp, block or blocks:K, got {text!r}")
+
+
+def run_pipeline(model="tiny", *, criterion: str = "wanda", sparsity: float | None = 0.5, pattern=None,
+                 window="block", inputs: str = "dense", lora_r: int = 0, epochs: int = 2, lr: float = 1e-4,
+                 calib_n: int = 32, seqlen: int = 128, eval_n: int = 16, batch_size: int = 4, seed: int = 0,
+                 baseline: bool = True, out: str | Path | None = None, progress: bool = True,
+                 log=print) -> dict:
+    """Prune (and reconstruct) a causal LM and report perplexity; returns the summary as a dict.
+
+    ``model`` is ``"tiny"``, ``"smollm2"``, a local HF folder, or an already loaded ``(model, tokenizer)``
+    pair. ``window=None`` prunes without reconstruction. With ``baseline`` the criterion is also run alone on
+    a copy, to report the perplexity before reconstruction. ``out`` receives ``sparse.safetensors`` (see
+    :func:`fastnips.prune.pack.save_sparse`) and ``summary.json``.
+    """
+    from ..data.text import corpus_split, stdlib_docstrings
+    from .criteria import block_linears, magnitude, sparsegpt, wanda
+    from .hf import load_causal_lm, perplexity, token_ids
+    from .masked import LoRA
+    from .reconstruction import prune_and_reconstruct
+
+    t0 = time.perf_counter()
+    if isinstance(model, tuple):
+        net, tok = model
+        name = type(net).__name__
+    else:
+        name = str(model)
+        log(f"loading {name} ...")
+        net, tok = load_causal_lm(model)
+    t_load = time.perf_counter() - t0
+    train_docs, test_docs = corpus_split(stdlib_docstrings(), held_out=0.1, seed=seed)
+    calib = Calibration.from_token_ids(token_ids(tok, train_docs), seqlen=seqlen, n=calib_n, seed=seed)
+    eval_ids = token_ids(tok, test_docs)[: eval_n * seqlen]
+    if eval_ids.numel() < eval_n * seqlen:
+        raise ValueError(f"the held-out text has {eval_ids.numel()} tokens, fewer than eval_n * seqlen")
+    spec = dict(sparsity=None if pattern is not None else sparsity, pattern=pattern)
+    summary = {"model": name, "criterion": criterion, "pattern": str(pattern) if pattern else f"{sparsity:.0%} "
+               "unstructured per row", "window": str(window), "inputs": inputs, "lora_r": lora_r, "epochs": epochs,
+               "lr": lr, "calib_tokens": calib.num_tokens, "eval_tokens": int(eval_ids.numel()), "seed": seed,
+               "threads": torch.get_num_threads(), "torch": torch.__version__, "load_s": round(t_load, 2)}
+
+    def ppl(m):
+        return perplexity(m, eval_ids, seqlen=seqlen, batch_size=batch_size)
+
+    t = time.perf_counter()
+    summary["ppl_dense"] = ppl(net)
+    summary["eval_s"] = round(time.perf_counter() - t, 2)
+    log(f"dense perplexity {summary['ppl_dense']:.3f}")
+    crit = {"magnitude": magnitude, "wanda": wanda, "sparsegpt": sparsegpt}[criterion]
+
+    def run_criterion(m):
+        if criterion == "magnitude":
+            return crit(m, **spec)
+        return crit(m, calib, batch_size=batch_size, progress=progress, **spec)
+
+    if window is None or baseline:
+        target = net if window is None else copy.deepcopy(net)
+        t = time.perf_counter()
+        run_criterion(target)
+        summary["prune_s"] = round(time.perf_counter() - t, 2)
+        summary["ppl_pruned"] = ppl(target)
+        log(f"{criterion} pruned perplexity {summary['ppl_pruned']:.3f}")
+        if target is not net:
+            del target
+    if window is not None:
+        t = time.perf_counter()
+        rep = prune_and_reconstruct(net, calib, criterion=criterion, window=window, inputs=inputs,
+                                    peft=LoRA(lora_r, 2 * lora_r) if lora_r else None, epochs=epochs, lr=lr,
+                                    batch_size=batch_size, seed=seed, progress=progress, **spec)
+        summary["reconstruct_s"] = round(time.perf_counter() - t, 2)
+        summary["ppl_reconstructed"] = ppl(net)
+        summary["windows"] = len(rep.windows)
+        summary["window_loss_before"] = sum(w.loss_before for w in rep.windows) / max(1, len(rep.windows))
+        summary["window_loss_after"] = sum(w.loss_after for w in rep.windows) / max(1, len(rep.windows))
+        log(f"reconstructed perplexity {summary['ppl_reconstructed']:.3f}")
+    lin = block_linears(net).values()
+    summary["sparsity"] = sum(int((m.weight == 0).sum()) for m in lin) / sum(m.weight.numel() for m in lin)
+    summary["total_s"] = round(time.perf_counter() - t0, 2)
+    summary["peak_rss_bytes"] = _rss_peak()
+    if out is not None:
+        from .pack import save_sparse
+
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        save_sparse(net, out / "sparse.safetensors", fmt="nm" if pattern is not None else "bitmask",
+                    pattern=pattern)
+        cfg = getattr(net, "config", None)
+        if hasattr(cfg, "to_json_file"):
+            cfg.to_json_file(str(out / "config.json"))
+        (out / "summary.json").write_text(json.dumps(summary, indent=2))
+        summary["out"] = str(out)
+    return summary
+

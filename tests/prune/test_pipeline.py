@@ -1,0 +1,86 @@
+"""End to end on the shipped tiny decoder and real text: held-out window losses, perplexity ordering, the
+sparse checkpoint, the ``fastnips prune`` command."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from fastnips.cli import main
+from fastnips.data.text import docstring_token_ids
+from fastnips.prune import NM
+from fastnips.prune.calib import Calibration
+from fastnips.prune.criteria import block_linears, wanda
+from fastnips.prune.pipeline import parse_pattern, parse_window, run_pipeline
+from fastnips.prune.reconstruction import reconstruct
+from fastnips.prune.tiny import load_tiny
+
+pytest.importorskip("safetensors")
+
+
+@pytest.fixture(scope="module")
+def text_calib():
+    train = docstring_token_ids(split="train")
+    held = docstring_token_ids(split="held_out")
+    return (Calibration.from_token_ids(train, seqlen=64, n=24, seed=0),
+            Calibration.from_token_ids(held, seqlen=64, n=16, seed=0))
+
+
+def test_reconstruction_lowers_the_window_loss_on_held_out_text(text_calib):
+    calib, held = text_calib
+    model, _ = load_tiny()
+    masks = wanda(load_tiny()[0], calib, sparsity=0.5)
+    rep = reconstruct(model, calib, masks, window="attn_mlp", epochs=3, lr=1e-3, batch_size=4, validation=held)
+    improved = [w.val_after < w.val_before for w in rep.windows]
+    assert sum(improved) >= 0.9 * len(improved), rep.table()
+    assert all(w.loss_after <= w.loss_before for w in rep.windows)
+
+
+def test_pipeline_orders_perplexities_and_saves_a_checkpoint_that_loads(tmp_path):
+    from fastnips.prune.pack import load_sparse
+
+    s = run_pipeline("tiny", criterion="wanda", pattern=NM(2, 4), window="block", epochs=3, lr=1e-3, calib_n=32,
+                     seqlen=64, eval_n=16, batch_size=8, out=tmp_path, progress=False, log=lambda *_: None)
+    assert s["ppl_dense"] < s["ppl_reconstructed"] < s["ppl_pruned"]
+    assert s["sparsity"] == pytest.approx(0.5, abs=1e-9)
+    model, _ = load_tiny()
+    sd = load_sparse(tmp_path / "sparse.safetensors", model)
+    for n, lin in block_linears(model).items():
+        g = (lin.weight != 0).reshape(lin.weight.shape[0], -1, 4).sum(-1)
+        assert bool((g <= 2).all()), n
+    assert json.loads((tmp_path / "summary.json").read_text())["ppl_pruned"] == s["ppl_pruned"]
+    assert set(sd) == set(model.state_dict())
+
+
+def test_prune_command_json(tmp_path):
+    r = CliRunner().invoke(main, ["prune", "--model", "tiny", "--criterion", "magnitude", "--window", "none",
+                                  "--calib-n", "8", "--seqlen", "64", "--eval-n", "4", "--json",
+                                  "--out", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    s = json.loads(r.output)
+    assert s["ppl_pruned"] > s["ppl_dense"]
+    assert "ppl_reconstructed" not in s
+    assert (tmp_path / "sparse.safetensors").exists()
+
+
+def test_prune_command_refuses_bad_options():
+    r = CliRunner().invoke(main, ["prune", "--model", "tiny", "--pattern", "2-4"])
+    assert r.exit_code != 0
+    assert "KEEP:GROUP" in r.output
+    r = CliRunner().invoke(main, ["prune", "--model", "tiny", "--window", "layers"])
+    assert r.exit_code != 0
+    assert "window must be" in r.output
+    r = CliRunner().invoke(main, ["prune", "--model", "/nonexistent/dir"])
+    assert r.exit_code != 0
+    assert "nothing is downloaded" in r.output
+
+
+def test_parsers():
+    assert parse_pattern("2:4") == NM(2, 4)
+    assert parse_pattern("unstructured") is None
+    assert parse_window("none") is None
+    assert parse_window("blocks:3").k == 3
+    with pytest.raises(ValueError):
+        parse_pattern("4:2")
