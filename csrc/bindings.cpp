@@ -578,6 +578,13 @@ py::array prune_select_mask(const py::array& scores, const std::string& mode, in
   auto mask = new_mask(rows, cols);
   uint8_t* m = mask_data(mask);
   const void* s = scores.data();
+  bool finite;
+  {
+    py::gil_scoped_release release;
+    finite = f32 ? fp::all_finite(static_cast<const float*>(s), rows * cols, n_threads)
+                 : fp::all_finite(static_cast<const double*>(s), rows * cols, n_threads);
+  }
+  if (!finite) throw py::value_error("scores contain NaN or inf");
   {
     py::gil_scoped_release release;
     if (mode == "row") {

@@ -32,6 +32,10 @@ def test_demo_runs_and_agrees():
     assert re.search(r"^htc\s+\S+\s+agrees\s+instrument chain", res.output, re.M)
     assert "bow: edges [] of [(0, 1)]" in res.output
     assert re.search(r"^tikhonov\s+\S+\s+(acc \d\.\d\d|skipped)", res.output, re.M)
+    m = re.search(r"^prune\s.*?ppl (\d+\.\d+)/(\d+\.\d+)/(\d+\.\d+)", res.output, re.M)
+    assert m, res.output
+    dense, pruned, recon = map(float, m.groups())
+    assert dense < recon < pruned  # the demo's point: reconstruction recovers part of what pruning lost
 
 
 def test_htc_text_file(tmp_path):

@@ -43,6 +43,15 @@ void nm_impl(int64_t rows, int64_t cols, const T* scores, int keep_n, int group,
 }  // namespace
 
 template <typename T>
+bool all_finite(const T* s, int64_t n, int n_threads) {
+  const int threads = thread_count(n_threads, n);
+  int64_t bad = 0;
+#pragma omp parallel for num_threads(threads) if (threads > 1) reduction(+ : bad) schedule(static)
+  for (int64_t i = 0; i < n; ++i) bad += !(s[i] - s[i] == T(0));  // inf - inf and NaN - NaN are NaN
+  return bad == 0;
+}
+
+template <typename T>
 void select_rows(int64_t rows, int64_t cols, const T* scores, int64_t k, uint8_t* keep, int n_threads) {
   rows_impl(rows, cols, scores, k, keep, n_threads);
 }
@@ -108,6 +117,7 @@ void prune_weight(int64_t rows, int64_t cols, T* W, const T* norms, int mode, in
 }
 
 #define FASTNIPS_INSTANTIATE(T)                                                                               \
+  template bool all_finite<T>(const T*, int64_t, int);                                                        \
   template void select_rows<T>(int64_t, int64_t, const T*, int64_t, uint8_t*, int);                           \
   template void select_matrix<T>(int64_t, int64_t, const T*, int64_t, uint8_t*, int);                         \
   template void select_nm<T>(int64_t, int64_t, const T*, int, int, uint8_t*, int);                            \

@@ -68,6 +68,10 @@ inline void keep_group(const T* s, int64_t stride, int g, int n_prune, uint8_t* 
   }
 }
 
+// True when every one of the n values is finite (no NaN, no inf); one parallel pass.
+template <typename T>
+bool all_finite(const T* s, int64_t n, int n_threads);
+
 // Row scope: prune exactly k entries of every row of the rows x cols row-major scores.
 template <typename T>
 void select_rows(int64_t rows, int64_t cols, const T* scores, int64_t k, uint8_t* keep, int n_threads);

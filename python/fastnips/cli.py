@@ -173,9 +173,12 @@ def demo_prune(seed: int) -> list[dict]:
         return [{"task": "prune", "backend": "-", "result": "skipped", "detail": "torch is not installed"}]
     from .prune.pipeline import run_pipeline
 
-    s = run_pipeline("tiny", criterion="wanda", sparsity=0.5, window="block", epochs=4, lr=1e-3, calib_n=64,
+    s = run_pipeline("tiny", criterion="wanda", sparsity=0.5, window="block", epochs=3, lr=1e-3, calib_n=32,
                      seqlen=128, eval_n=32, batch_size=8, seed=seed, progress=False, log=lambda *_: None)
-    return [{"task": "prune", "backend": "torch",
+    from . import _backend
+
+    sel = "cpp" if not _backend.why_unavailable("cpp") else "reference"
+    return [{"task": "prune", "backend": f"{sel} (masks) + torch",
              "result": f"ppl {s['ppl_dense']:.2f}/{s['ppl_pruned']:.2f}/{s['ppl_reconstructed']:.2f}",
              "detail": f"tiny byte-level decoder, Wanda 50 % per row then block-wise reconstruction "
                        f"({s['calib_tokens']} calibration tokens, {s['total_s']:.1f} s): held-out perplexity "

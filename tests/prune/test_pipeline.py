@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
 from click.testing import CliRunner
 
 from fastnips.cli import main
@@ -59,7 +60,7 @@ def test_prune_command_json(tmp_path):
                                   "--calib-n", "8", "--seqlen", "64", "--eval-n", "4", "--json",
                                   "--out", str(tmp_path)])
     assert r.exit_code == 0, r.output
-    s = json.loads(r.output)
+    s = json.loads(r.stdout)
     assert s["ppl_pruned"] > s["ppl_dense"]
     assert "ppl_reconstructed" not in s
     assert (tmp_path / "sparse.safetensors").exists()
@@ -84,3 +85,34 @@ def test_parsers():
     assert parse_window("blocks:3").k == 3
     with pytest.raises(ValueError):
         parse_pattern("4:2")
+
+
+def test_prune_command_on_a_local_hugging_face_folder(tmp_path):
+    """Any local HF causal LM folder works: a random Llama with a byte-level BPE tokenizer trained here."""
+    transformers = pytest.importorskip("transformers")
+    tokenizers = pytest.importorskip("tokenizers")
+    from fastnips.data.text import stdlib_docstrings
+
+    tok = tokenizers.Tokenizer(tokenizers.models.BPE())
+    tok.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = tokenizers.decoders.ByteLevel()
+    trainer = tokenizers.trainers.BpeTrainer(vocab_size=300, special_tokens=["<eos>"],
+                                             initial_alphabet=tokenizers.pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(stdlib_docstrings()[:200], trainer)
+    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<eos>")
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(vocab_size=len(fast), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+                                   eos_token_id=fast.eos_token_id)
+    folder = tmp_path / "llama"
+    transformers.LlamaForCausalLM(cfg).save_pretrained(folder)
+    fast.save_pretrained(folder)
+    out = tmp_path / "out"
+    r = CliRunner().invoke(main, ["prune", "--model", str(folder), "--criterion", "sparsegpt", "--pattern", "2:4",
+                                  "--window", "attn_mlp", "--epochs", "1", "--calib-n", "8", "--seqlen", "32",
+                                  "--eval-n", "4", "--json", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    s = json.loads(r.stdout)
+    assert s["sparsity"] == pytest.approx(0.5, abs=1e-9)
+    assert (out / "config.json").exists()
+    assert (out / "sparse.safetensors").exists()

@@ -259,9 +259,10 @@ def _prepare(W: torch.Tensor, hessian: torch.Tensor, percdamp: float) -> torch.T
     """Zero W's dead columns in place; return U, the upper Cholesky factor of the damped H^-1 (float64)."""
     H = hessian.to(torch.float64, copy=True)
     scale = float(H.abs().max()) if H.numel() else 0.0
-    if scale > 0 and float((H - H.T).abs().max()) > 1e-4 * scale:
-        raise ValueError("hessian must be symmetric (2/n sum x x^T); got max |H - H^T| = "
-                         f"{float((H - H.T).abs().max()):.3g} for max |H| = {scale:.3g}")
+    asym = float((H - H.T).abs().max()) if scale > 0 else 0.0
+    if asym > 1e-4 * scale:
+        raise ValueError(f"hessian must be symmetric (2/n sum x x^T); got max |H - H^T| = {asym:.3g} for "
+                         f"max |H| = {scale:.3g}")
     if H.shape[0] == 0:
         return H
     diag = torch.diagonal(H)
@@ -274,9 +275,18 @@ def _prepare(W: torch.Tensor, hessian: torch.Tensor, percdamp: float) -> torch.T
     # upper triangular, so U = (P L P)^-1 = P L^-1 P: one Cholesky and one triangular solve, the same factor as
     # chol_upper(cholesky_inverse(chol(H))) to rounding, without torch's cholesky_inverse (LAPACK potri), which
     # was measured 150x slower multi-threaded on a busy 2-core machine (11 s vs 0.07 s at d = 1536).
+    # On the CPU the triangular inverse is LAPACK's dtrtri (scipy): n^3/3 flops, where a triangular solve
+    # against the identity costs n^3 (0.7 s vs 1.4 s at d = 4096 on 2 cores).
     L, info = torch.linalg.cholesky_ex(H.flip(0, 1))
     if int(info) != 0:
         raise ValueError(_not_pd(H.shape[0] - int(info), percdamp))
+    if L.device.type == "cpu":
+        from scipy.linalg import lapack
+
+        Linv, info = lapack.dtrtri(L.numpy(), lower=1)
+        if info != 0:  # a zero pivot cannot follow a successful Cholesky; kept as a guard
+            raise ValueError(_not_pd(info, percdamp))
+        return torch.from_numpy(Linv).flip(0, 1)
     eye = torch.eye(H.shape[0], dtype=H.dtype, device=H.device)
     return torch.linalg.solve_triangular(L, eye, upper=False).flip(0, 1)
 

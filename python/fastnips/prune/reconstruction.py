@@ -57,7 +57,8 @@ LOSSES = ("mse", "mse_normalized")
 
 @dataclass
 class WindowReport:
-    """One window: loss before/after on the calibration (and validation) inputs, time, peak memory."""
+    """One window: loss before/after on the calibration (and validation) inputs, training steps, seconds, and
+    ``peak_bytes``, the memory the window's reconstruction added at its peak (see ``_Peak``)."""
 
     name: str
     loss_before: float = float("nan")
@@ -80,7 +81,7 @@ class Report:
     def table(self) -> str:
         """A plain-text table, one row per window."""
         head = f"{'window':<24} {'loss before':>12} {'loss after':>12} {'val before':>11} {'val after':>11} " \
-               f"{'steps':>6} {'s':>7} {'peak MiB':>9}"
+               f"{'steps':>6} {'s':>7} {'+peak MiB':>9}"
         rows = [head, "-" * len(head)]
         for w in self.windows:
             peak = "" if w.peak_bytes is None else f"{w.peak_bytes / 2**20:.1f}"
@@ -94,7 +95,9 @@ class Report:
 
 
 class _Peak:
-    """Peak memory during a window: CUDA allocator peak on a GPU, else the process's peak RSS (Linux)."""
+    """Peak memory a window adds to what was in use when it started: the CUDA allocator's peak on a GPU, else
+    the rise of the process's peak resident set (Linux; memory the allocator had cached and reuses does not
+    show, so on the CPU this is a lower bound). None where neither can be read."""
 
     def __init__(self, device: torch.device):
         self.cuda = device.type == "cuda"
@@ -112,9 +115,10 @@ class _Peak:
     def __exit__(self, *exc):
         if self.cuda:
             torch.cuda.synchronize()
-            self.value = torch.cuda.max_memory_allocated()
+            peak = torch.cuda.max_memory_allocated()
         else:
-            self.value = _rss_peak()
+            peak = _rss_peak()
+        self.value = None if peak is None or self.base is None else max(0, peak - self.base)
         return False
 
 
