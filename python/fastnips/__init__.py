@@ -21,9 +21,9 @@ from ._optional import version_of
 
 __version__ = "0.1.0"
 
-__all__ = ["BACKENDS", "__version__", "available_backends", "build_info", "causal", "graph", "ops", "prune"]
+__all__ = ["BACKENDS", "__version__", "available_backends", "build_info", "causal", "graph", "ops", "prune", "vision"]
 
-_SUBPACKAGES = {"ops", "causal", "graph", "prune"}
+_SUBPACKAGES = {"ops", "causal", "graph", "prune", "vision"}
 
 
 def __getattr__(name: str):
