@@ -26,7 +26,18 @@ from pathlib import Path
 import torch
 
 from fastnips.data.text import corpus_split, stdlib_docstrings
-from fastnips.prune import NM, Blocks, Calibration, LoRA, magnitude, prune_and_reconstruct, retrain, sparsegpt, wanda
+from fastnips.prune import (
+    NM,
+    Blocks,
+    Calibration,
+    LoRA,
+    block_linears,
+    magnitude,
+    prune_and_reconstruct,
+    retrain,
+    sparsegpt,
+    wanda,
+)
 from fastnips.prune.hf import load_causal_lm, perplexity, token_ids
 
 WINDOWS = {"none": None, "matrix": "matrix", "attn_mlp": "attn_mlp", "block": "block", "2 blocks": Blocks(2)}
@@ -89,7 +100,9 @@ def main(argv=None) -> None:
     ap.add_argument("--windows", default=",".join(WINDOWS))
     ap.add_argument("--grid", choices=("minimal", "full"), default="minimal",
                     help="minimal: all windows for Wanda at 50 %%, none/block for the other cells; full: all")
-    ap.add_argument("--extras", default="lora,retrain", help="lora, retrain (wanda, 50 %%, block), or none")
+    ap.add_argument("--extras", default="lora,retrain,retrain-dense",
+                    help="lora, retrain (wanda, 50 %%, block), retrain-dense (the dense model retrained the same way), "
+                         "or none")
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args(argv)
     if a.table:
@@ -173,6 +186,15 @@ def main(argv=None) -> None:
             retrain(model, data_cal, masks, epochs=a.epochs, lr=a.lr, batch_size=a.batch_size, seed=a.seed)
             seconds = time.perf_counter() - t
             record(key, ppl(), seconds, tokens=data_cal.num_tokens * a.epochs)
+    if "retrain-dense" in extras:  # how much of retraining's gain is adaptation to the calibration text's domain
+        key = _key(kind="dense model, global retraining", criterion="none", pattern="dense", tokens_x=1)
+        if key not in data["runs"]:
+            reset()
+            t = time.perf_counter()
+            ones = {n: torch.ones_like(m.weight, dtype=torch.bool) for n, m in block_linears(model).items()}
+            retrain(model, calib, ones, epochs=a.epochs, lr=a.lr, batch_size=a.batch_size, seed=a.seed)
+            seconds = time.perf_counter() - t
+            record(key, ppl(), seconds, tokens=calib.num_tokens * a.epochs)
     print()
     print(table(data))
 
