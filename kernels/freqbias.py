@@ -1,0 +1,208 @@
+r"""Triton kernel of attention with a relative position bias computed in the kernel from a compact table.
+
+For a window of :math:`M_h \times M_w` tokens in row-major order (token i at :math:`(r_i, c_i) =
+(i // M_w, i \% M_w)`), a per-head table :math:`T_h` of shape :math:`(G_h, G_w)` and an offset
+:math:`(o_h, o_w)`, the additive logit bias is
+
+.. math:: B_h[i, j] = T_h\big[(r_i - r_j + o_h) \bmod G_h,\ (c_i - c_j + o_w) \bmod G_w\big],
+
+which covers both families of :mod:`fastnips.vision.freqbias`:
+
+* the frequency bias (periodic kernel ``k_h = irfft2(W_h)``): table = kernel (H, Nh, Nw), offset (0, 0);
+* the Swin / timm table: table ((2Mh-1)(2Mw-1), H) viewed as (H, 2Mh-1, 2Mw-1), offset (Mh-1, Mw-1) (the
+  modulo is then a no-op, the index is timm's ``relative_position_index``).
+
+**Forward** (:func:`attention_freqbias_fwd`): FlashAttention-2 style, one program per ``BLOCK_M`` query rows
+of one (batch, head). It walks the keys ``BLOCK_N`` at a time, forms the logits
+:math:`s = (q k^\top) \cdot \mathrm{scale} + B` in float32, where the ``BLOCK_M x BLOCK_N`` tile of B is a
+gather from the head's table by the index arithmetic above (the table is a few hundred floats per head and
+stays in L1/L2; the (H, N, N) bias never exists in memory), and keeps the online softmax (running max m,
+running sum l, rescaled accumulator, base-2 exponentials) so that :math:`O = \mathrm{softmax}(s) V` is
+written once. The log-sum-exp of every row is stored as well (float32, natural log) for a backward pass.
+
+**Precision.** Logits, bias, softmax and the accumulator are float32. float32 inputs use
+``input_precision="ieee"`` (no TF32). Under the CPU interpreter (``TRITON_INTERPRET=1``) bfloat16/float16
+dots are wrong in triton 3.7.1 (raw bits are multiplied; see :mod:`fastnips.kernels.prune`), so there the
+operands are upcast to float32 first; on a GPU q k^T and P V run on the native bf16/fp16 tensor-core path
+(P rounded to the value dtype, as FlashAttention does).
+
+**Backward** is not a Triton kernel yet: :mod:`fastnips.vision.attention` recomputes the gradients with
+torch ops (materialising the (B, H, N, N) probabilities), see there.
+
+Import lazily: ``@triton.jit`` reads ``TRITON_INTERPRET`` at import.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+_LOG2E = 1.4426950408889634
+
+
+def _interpreted() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "") not in ("", "0")
+
+
+# ---------------------------------------------------------------------------------------------------
+# kernel
+
+
+@triton.jit
+def _wrap(x, G, FAST: tl.constexpr):
+    """``x mod G`` for ``x >= 0``; with ``FAST`` the host guarantees ``x < 2G`` (one compare, no division)."""
+    if FAST:
+        return tl.where(x >= G, x - G, x)
+    return x % G
+
+
+@triton.jit
+def _bias_tile(tab_ptr, rows, cols, ok, MW, GH, GW, SHIFT_H, SHIFT_W, FAST: tl.constexpr):
+    """Bias tile ``T[(r_i - r_j + o_h) mod GH, (c_i - c_j + o_w) mod GW]`` (0 outside ``ok``); ``SHIFT_*`` is the
+    offset plus a multiple of the period that makes every argument of the modulo non-negative. The divisions
+    by MW are on the 1-D row / column vectors; the 2-D work is subtractions, two wraps and the gather."""
+    ri = rows // MW + SHIFT_H
+    ci = rows % MW + SHIFT_W
+    rj = cols // MW
+    cj = cols % MW
+    dr = _wrap(ri[:, None] - rj[None, :], GH, FAST)
+    dc = _wrap(ci[:, None] - cj[None, :], GW, FAST)
+    return tl.load(tab_ptr + dr * GW + dc, mask=ok, other=0.0).to(tl.float32)
+
+
+@triton.jit
+def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, tab_ptr, o_ptr, lse_ptr, qk_scale,
+                     H, N, D, MW, GH, GW, SHIFT_H, SHIFT_W,
+                     s_qb, s_qh, s_qn, s_qd, s_kb, s_kh, s_kn, s_kd, s_vb, s_vh, s_vn, s_vd, s_th,
+                     UPCAST: tl.constexpr, PREC: tl.constexpr, FAST: tl.constexpr,
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
+    pid_m = tl.program_id(0)
+    bh = tl.program_id(1)
+    b = bh // H
+    h = bh % H
+    q_base = q_ptr + b.to(tl.int64) * s_qb + h.to(tl.int64) * s_qh
+    k_base = k_ptr + b.to(tl.int64) * s_kb + h.to(tl.int64) * s_kh
+    v_base = v_ptr + b.to(tl.int64) * s_vb + h.to(tl.int64) * s_vh
+    tab = tab_ptr + h.to(tl.int64) * s_th
+
+    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, BLOCK_D)
+    r_ok = rows < N
+    d_ok = offs_d < D
+    q = tl.load(q_base + rows[:, None] * s_qn + offs_d[None, :] * s_qd, mask=r_ok[:, None] & d_ok[None, :],
+                other=0.0)
+    if UPCAST:
+        q = q.to(tl.float32)
+
+    m_i = tl.full((BLOCK_M,), float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    acc = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
+    for n0 in range(0, N, BLOCK_N):
+        cols = n0 + tl.arange(0, BLOCK_N)
+        c_ok = cols < N
+        kt = tl.load(k_base + cols[None, :] * s_kn + offs_d[:, None] * s_kd, mask=c_ok[None, :] & d_ok[:, None],
+                     other=0.0)  # (BLOCK_D, BLOCK_N) of K^T
+        v = tl.load(v_base + cols[:, None] * s_vn + offs_d[None, :] * s_vd, mask=c_ok[:, None] & d_ok[None, :],
+                    other=0.0)  # (BLOCK_N, BLOCK_D)
+        if UPCAST:
+            kt = kt.to(tl.float32)
+            v = v.to(tl.float32)
+        ok = r_ok[:, None] & c_ok[None, :]
+        bias = _bias_tile(tab, rows, cols, ok, MW, GH, GW, SHIFT_H, SHIFT_W, FAST)
+        # logits in base 2: (q k^T * scale + bias) * log2(e)
+        s = tl.dot(q, kt, input_precision=PREC) * qk_scale + bias * 1.4426950408889634
+        s = tl.where(c_ok[None, :], s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, axis=1))
+        alpha = tl.exp2(m_i - m_new)
+        p = tl.exp2(s - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PREC)
+        m_i = m_new
+    l_safe = tl.where(r_ok, l_i, 1.0)
+    out = acc / l_safe[:, None]
+    o_base = o_ptr + bh.to(tl.int64) * N * D
+    tl.store(o_base + rows[:, None] * D + offs_d[None, :], out.to(o_ptr.dtype.element_ty),
+             mask=r_ok[:, None] & d_ok[None, :])
+    lse = (m_i + tl.log2(l_safe)) * 0.6931471805599453
+    tl.store(lse_ptr + bh.to(tl.int64) * N + rows, lse, mask=r_ok)
+
+
+# ---------------------------------------------------------------------------------------------------
+# wrapper
+
+
+def _blk(n: int, cap: int) -> int:
+    """A tile side: a power of two in [16, cap] (tl.dot needs >= 16), not far beyond n."""
+    return max(16, min(cap, triton.next_power_of_2(max(int(n), 1))))
+
+
+def fwd_blocks(N: int, D: int) -> tuple[int, int, int, int]:
+    """(BLOCK_M, BLOCK_N, BLOCK_D, num_warps). GPU: 64 x 64 tiles (128 query rows from N = 1024 on), 4 warps;
+    interpreter: up to 128 x 128 (each program is Python-level work)."""
+    bd = _blk(D, 256)
+    if _interpreted():
+        return _blk(N, 128), _blk(N, 128), bd, 4
+    bm = 128 if N >= 1024 and bd <= 64 else 64
+    return _blk(N, bm), _blk(N, 64), bd, 4 if bm == 64 else 8
+
+
+def _shift(o: int, g: int, m: int) -> int:
+    s = o % g
+    while s - (m - 1) < 0:
+        s += g
+    return s
+
+
+def _check_device(device: torch.device) -> None:
+    if device.type != "cuda" and not (device.type == "cpu" and _interpreted()):
+        raise ValueError(f"Triton kernels run on CUDA tensors (or on CPU tensors under TRITON_INTERPRET=1); "
+                         f"got tensors on {device}")
+
+
+def attention_freqbias_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, table: torch.Tensor,
+                           window: tuple[int, int], offset: tuple[int, int], scale: float
+                           ) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""Forward of :math:`O = \mathrm{softmax}(q k^\top \mathrm{scale} + B) V` with B gathered in the kernel.
+
+    Parameters
+    ----------
+    q, k, v : torch.Tensor, shape (B, H, N, D), one dtype (float16, bfloat16, float32), any strides
+    table : torch.Tensor, shape (H, Gh, Gw), floating
+        Bias table; read in float32 (a copy is made when it is not float32-contiguous; it is tiny).
+    window : (Mh, Mw) with Mh * Mw == N
+    offset : (oh, ow)
+        ``B[h, i, j] = table[h, (r_i - r_j + oh) mod Gh, (c_i - c_j + ow) mod Gw]``.
+    scale : float
+
+    Returns
+    -------
+    out : torch.Tensor (B, H, N, D), q's dtype, contiguous
+    lse : torch.Tensor (B, H, N), float32: natural log-sum-exp of each row of the logits
+    """
+    _check_device(q.device)
+    if q.dtype not in DTYPES:
+        raise ValueError(f"the Triton kernel takes float16, bfloat16 or float32, got {q.dtype}")
+    B, H, N, D = q.shape
+    mh, mw = (int(window[0]), int(window[1]))
+    gh, gw = int(table.shape[1]), int(table.shape[2])
+    # shift = offset mod G plus the least multiple of G that keeps (d + shift) >= 0 for |d| <= M - 1; when also
+    # d + shift < 2G for every offset (always for the alias-free, circular and Swin grids) one compare wraps
+    sh, sw = (_shift(int(o), g, m) for o, g, m in ((offset[0], gh, mh), (offset[1], gw, mw)))
+    fast = sh + mh - 1 < 2 * gh and sw + mw - 1 < 2 * gw
+    tab = table.detach().to(torch.float32).reshape(H, gh * gw).contiguous()
+    out = torch.empty((B, H, N, D), dtype=q.dtype, device=q.device)
+    lse = torch.empty((B, H, N), dtype=torch.float32, device=q.device)
+    bm, bn, bd, warps = fwd_blocks(N, D)
+    upcast = _interpreted() and q.dtype != torch.float32
+    prec = "ieee" if q.dtype == torch.float32 or upcast else "tf32"
+    grid = (triton.cdiv(N, bm), B * H)
+    _attn_fwd_kernel[grid](
+        q, k, v, tab, out, lse, float(scale) * _LOG2E,
+        H, N, D, mw, gh, gw, sh, sw,
+        *q.stride(), *k.stride(), *v.stride(), tab.stride(0),
+        UPCAST=upcast, PREC=prec, FAST=fast, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=bd, num_warps=warps)
+    return out, lse
