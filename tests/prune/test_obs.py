@@ -335,3 +335,20 @@ def test_prepared_factor_is_sparsegpts_upper_cholesky_of_the_inverse():
     U = _prepare(W.clone(), H, 0.01)
     assert rel_err(U, want) < 1e-12
     assert torch.equal(U, torch.triu(U))
+
+
+def test_reusing_the_factor_of_a_shared_input_gives_the_same_update():
+    """Linears reading one input (q/k/v) share H: the factor of one call serves the next, bit for bit."""
+    _, W, H = layer(d_out=8, d_in=16)
+    W[:, 3] = 1.0
+    H[3, :] = 0.0
+    H[:, 3] = 0.0  # a dead column, still zeroed when the factor is reused
+    first = sparsegpt_prune_(W.clone(), H, sparsity=0.5)
+    a, b = W.clone() * 2, W.clone() * 2
+    ra = sparsegpt_prune_(a, H, sparsity=0.5)
+    rb = sparsegpt_prune_(b, H, sparsity=0.5, hinv=first.hinv)
+    assert torch.equal(a, b)
+    assert torch.equal(ra.mask, rb.mask)
+    assert bool((b[:, 3] == 0).all())
+    with pytest.raises(ValueError, match="hinv must be"):
+        sparsegpt_prune_(W.clone(), H, sparsity=0.5, hinv=first.hinv[:4, :4])

@@ -143,16 +143,24 @@ class Criterion:
     def needs_hessian(self) -> bool:
         return self.name == "sparsegpt"
 
-    def prune_(self, linear: nn.Linear, stats: InputStats | None) -> torch.Tensor:
-        """Prune ``linear.weight`` in place (SparseGPT also updates the kept weights); return the keep-mask."""
+    def prune_(self, linear: nn.Linear, stats: InputStats | None, factors: dict | None = None) -> torch.Tensor:
+        """Prune ``linear.weight`` in place (SparseGPT also updates the kept weights); return the keep-mask.
+
+        ``factors`` (SparseGPT): a dict shared by the linears of one block, so that those reading the same
+        input (one :class:`InputStats`) reuse one Hessian factorisation.
+        """
         w = linear.weight
         spec = dict(sparsity=self.sparsity, pattern=self.pattern, scope=self.scope)
         with torch.no_grad():
             if self.name == "sparsegpt":
                 from .obs import sparsegpt_prune_
 
+                key = id(stats)
+                hinv = None if factors is None else factors.get(key)
                 res = sparsegpt_prune_(w.data, stats.hessian(), blocksize=self.blocksize, percdamp=self.percdamp,
-                                       backend=self.backend, **spec)
+                                       backend=self.backend, hinv=hinv, **spec)
+                if factors is not None:
+                    factors[key] = res.hinv
                 return res.mask
             return prune_weight_(w.data, criterion=self.name, input_norms=None if stats is None else stats.norms(),
                                  backend=self.backend, **spec)

@@ -353,8 +353,9 @@ def _prune_blocks(blocks, rng, chain, kws, criterion, masks, mods, prefix_of, de
                 finally:
                     col.remove()
                 stats = col.by_name
+            factors: dict = {}  # one Hessian factorisation per distinct input (SparseGPT)
             for n, m in lin.items():
-                result_masks[n] = criterion.prune_(m, None if stats is None else stats[n]).to("cpu")
+                result_masks[n] = criterion.prune_(m, None if stats is None else stats[n], factors).to("cpu")
         else:
             with torch.no_grad():
                 for n, m in lin.items():
