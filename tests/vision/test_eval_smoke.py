@@ -66,11 +66,10 @@ def test_transfer_model_runs_and_refine_keeps_bias_samples(kind):
         torch.testing.assert_close(fine[idx][:, idx], coarse, atol=1e-6, rtol=0)
 
 
-@pytest.mark.slow  # minutes on a busy 2-core machine; the training recipe is not settled yet (issue 5)
 def test_smoke_report_and_files(tmp_path, capsys):
     mod = _load()
     out = tmp_path / "res.json"
-    report = mod.main(["--smoke", "--quiet", "--threads", "2", "--out", str(out)])
+    report = mod.main(["--smoke", "--quiet", "--threads", "1", "--out", str(out)])
     assert report in capsys.readouterr().out
     for section in ("(a) test accuracy", "(b) MNIST-5k resolution transfer", "(c) learned per-layer gates",
                     "Command:", "torch "):
@@ -84,19 +83,20 @@ def test_smoke_report_and_files(tmp_path, capsys):
     # counts: hermitian = Swin = (2M-1)^2 per head, separable 2 * 2 (2M-1) (52 at M = 7)
     assert res["bias_per_head"]["mnist5k/freq-sep"] == 52
     assert res["bias_per_head"]["mnist5k/swin"] == 169
-    assert res["bias_per_head"]["digits/freq-herm"] == 225
+    assert res["bias_per_head"]["digits/freq-herm"] == 49  # digits: patch 2 -> M = 4
     assert res["bias_per_head"]["digits/none"] == 0
     assert res["params"]["mnist5k/freq-herm"] - res["params"]["mnist5k/none"] == res["bias_params"]["mnist5k/swin"]
     for key, accs in res["acc"].items():
         assert all(0.0 <= a <= 1.0 for a in accs), key
-    for kind in mod.BIASES:  # 3 epochs on 512 digits: clearly above chance (0.1)
-        assert res["acc"][f"digits/{kind}"][0] > 0.2
+    # 10 epochs on 512 digits (160 steps): measured 20-44 % over seeds 0, 1 and the 4 biases (chance 10 %)
+    digit_accs = [res["acc"][f"digits/{kind}"][0] for kind in mod.BIASES]
+    assert min(digit_accs) > 0.12
+    assert sum(digit_accs) / len(digit_accs) > 0.2
     assert len(res["transfer"]) == len(mod.BIASES) * len(mod.PROTOCOLS) * len(mod.METHODS)
     for gates in res["gates"].values():
         assert all(0.0 < g < 1.0 for blk in gates[0] for g in blk)
 
 
-@pytest.mark.slow  # the demo does not reach a useful accuracy in its budget yet (issue 5)
 def test_demo_vision_rows():
     from fastnips.vision.demo import demo_vision
 

@@ -398,3 +398,26 @@ def test_grid_mismatch_raises():
         att(torch.randn(1, 9, 4), grid=(3, 3))
     with pytest.raises(ValueError, match="expected images of shape"):
         DDRViT.tiny(bias=None)(torch.rand(2, 1, 32, 32))
+
+
+@needs_freqbias
+def test_ddrvit_bias_kwargs_and_bias_module():
+    from fastnips.vision.freqbias import FreqRelPosBias
+
+    net = DDRViT.tiny(img_size=8, patch=2, bias="freq", bias_kwargs={"param": "separable", "rank": 2})
+    assert all(b.attn.bias.param == "separable" and b.attn.bias.rank == 2 for b in net.blocks)
+    assert net.config.bias_kwargs == {"param": "separable", "rank": 2}
+    assert DDRViT(config=net.config, bias=None).config.bias_kwargs is None  # a new kind drops the old kwargs
+    proto = FreqRelPosBias(1, (4, 4), param="separable", rank=1)
+    net2 = DDRViT.tiny(img_size=8, patch=2, bias=proto)
+    b0, b1 = net2.blocks[0].attn.bias, net2.blocks[1].attn.bias
+    assert b0 is not proto  # copied into every block, not shared
+    assert b0 is not b1
+    assert b0.rank == 1
+    assert net2(torch.rand(2, 1, 8, 8)).shape == (2, 10)
+    assert DDRViT.tiny(img_size=8, patch=2).config.pos_embed == "learned"  # defaults: learned position, xavier
+    assert DDRViT.tiny(img_size=8, patch=2, weight_init="trunc_normal").head.weight.std() < 0.03
+    with pytest.raises(ValueError, match="bias_kwargs"):
+        DDRViT.tiny(bias=None, bias_kwargs={"rank": 2})
+    with pytest.raises(ValueError, match="unknown weight_init"):
+        DDRViT.tiny(weight_init="kaiming")

@@ -22,7 +22,9 @@ No paper text was available; the block follows the specification in ``shared/not
 §B.2. Choices made where it leaves room:
 
 * LayerNorm ``eps=1e-6`` and GELU MLP (the timm / GFNet conventions); linear layers of :class:`DDRViT` are
-  initialised trunc-normal(std 0.02) with zero biases (timm ViT), the filter ``randn * 0.02`` (GFNet).
+  initialised xavier-uniform with zero biases by default (the original ViT / timm ``weight_init="jax"``
+  choice; ``weight_init="trunc_normal"`` gives timm's std-0.02 default, which trains far slower at dim 32 --
+  see :class:`DDRViT`), the filter ``randn * 0.02`` (GFNet).
 * The gate logits are 0-dim parameters, so timm's optimizer factory (which skips ``ndim <= 1``) and
   :meth:`DDRViT.no_weight_decay` keep them out of weight decay.
 * ``branch="spectral"`` / ``"attention"`` builds one branch only, with its gate fixed at 1: that is exactly
@@ -41,9 +43,10 @@ The original GFNet ``Block`` has a single residual (``x + MLP(LN(filter(LN x)))`
 
 from __future__ import annotations
 
+import copy
 import math
 import numbers
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, field, fields, replace
 
 import torch
 import torch.nn.functional as F
@@ -63,6 +66,7 @@ __all__ = [
 _BIAS_KINDS = ("freq", "swin", None)
 _BRANCHES = ("both", "spectral", "attention")
 _POS_EMBEDS = ("none", "learned")
+_WEIGHT_INITS = ("xavier", "trunc_normal")
 
 
 def _pair(v, name: str) -> tuple[int, int]:
@@ -199,19 +203,25 @@ def spectral_mix_reference(x: torch.Tensor, complex_weight: torch.Tensor, grid) 
 # attention branch
 
 
-def _make_bias(bias, num_heads: int, window: tuple[int, int]):
-    """Resolve ``bias`` ("freq" | "swin" | None | "none" | module) into a module or None."""
+def _make_bias(bias, num_heads: int, window: tuple[int, int], bias_kwargs=None):
+    """Resolve ``bias`` ("freq" | "swin" | None | "none" | module) into a module or None; ``bias_kwargs`` go to
+    the constructor of a named kind (``FreqRelPosBias(num_heads, window, **bias_kwargs)``)."""
+    kw = dict(bias_kwargs or {})
+    if kw and not isinstance(bias, str):
+        raise ValueError(f"bias_kwargs {kw} need a named bias kind ('freq' or 'swin'), got bias={bias!r}")
     if bias is None or (isinstance(bias, str) and bias == "none"):
+        if kw:
+            raise ValueError(f"bias_kwargs {kw} given with bias=None")
         return None
     if isinstance(bias, str):
         if bias == "freq":
             from .freqbias import FreqRelPosBias
 
-            return FreqRelPosBias(num_heads, window)
+            return FreqRelPosBias(num_heads, window, **kw)
         if bias == "swin":
             from .freqbias import SwinRelPosBias
 
-            return SwinRelPosBias(num_heads, window)
+            return SwinRelPosBias(num_heads, window, **kw)
         raise ValueError(f"unknown bias kind {bias!r}; choose one of 'freq', 'swin', None, or pass a module")
     if not isinstance(bias, nn.Module):
         raise ValueError(
@@ -242,6 +252,9 @@ class GatedAttention(nn.Module):
         Anything whose ``forward()`` (no arguments) returns the ``(H, N, N)`` additive logits bias, e.g.
         :class:`~fastnips.vision.freqbias.FreqRelPosBias` or :class:`~fastnips.vision.freqbias.SwinRelPosBias`.
         Its shape is checked once here and at every call.
+    bias_kwargs : dict, optional
+        Keyword arguments for the named bias kind, e.g. ``{"param": "separable", "rank": 2}`` for
+        ``FreqRelPosBias`` or ``{"init_std": 0.0}``; an error with ``bias=None`` or a module.
 
     ``forward(x, grid=None)``: ``x`` of shape (B, L, C). With ``grid=None``, L must equal N (one window).
     With ``grid=(h, w)`` (L = h*w, row-major) the grid is cut into non-overlapping windows (h and w must be
@@ -249,7 +262,7 @@ class GatedAttention(nn.Module):
     back (Swin's window partition, without the shift).
     """
 
-    def __init__(self, dim: int, num_heads: int, window, bias=None):
+    def __init__(self, dim: int, num_heads: int, window, bias=None, bias_kwargs=None):
         super().__init__()
         if not isinstance(dim, numbers.Integral) or dim <= 0:
             raise ValueError(f"GatedAttention: dim must be a positive int, got {dim!r}")
@@ -260,7 +273,7 @@ class GatedAttention(nn.Module):
         self.dim, self.num_heads = int(dim), int(num_heads)
         self.head_dim = self.dim // self.num_heads
         self.window = _pair(window, "window")
-        self.bias = _make_bias(bias, self.num_heads, self.window)
+        self.bias = _make_bias(bias, self.num_heads, self.window, bias_kwargs)
         if self.bias is not None:
             with torch.no_grad():
                 self._checked_bias()
@@ -363,6 +376,8 @@ class DDRBlock(nn.Module):
         The attention's additive relative-position bias: ``"freq"`` builds
         ``FreqRelPosBias(num_heads, window)``, ``"swin"`` ``SwinRelPosBias(num_heads, window)``, a module is
         used as it is (its ``forward()`` must return ``(num_heads, N, N)``).
+    bias_kwargs : dict, optional
+        Keyword arguments for the named bias kind (see :class:`GatedAttention`).
     mlp_ratio : float
         MLP hidden width = ``int(dim * mlp_ratio)``.
     window : int or (int, int), optional
@@ -381,7 +396,7 @@ class DDRBlock(nn.Module):
     """
 
     def __init__(self, dim: int, grid, num_heads: int = 1, bias="freq", mlp_ratio: float = 4.0, *,
-                 window=None, branch: str = "both"):
+                 window=None, branch: str = "both", bias_kwargs=None):
         super().__init__()
         if branch not in _BRANCHES:
             raise ValueError(f"DDRBlock: unknown branch {branch!r}; choose one of {_BRANCHES}")
@@ -407,7 +422,7 @@ class DDRBlock(nn.Module):
         self.branch = branch
         self.norm1 = nn.LayerNorm(self.dim, eps=1e-6)
         self.spectral = SpectralMixer(self.dim, self.grid) if branch in ("both", "spectral") else None
-        self.attn = (GatedAttention(self.dim, num_heads, self.window, bias=bias)
+        self.attn = (GatedAttention(self.dim, num_heads, self.window, bias=bias, bias_kwargs=bias_kwargs)
                      if branch in ("both", "attention") else None)
         if branch == "both":
             self.gate_spectral = nn.Parameter(torch.zeros(()))
@@ -466,7 +481,8 @@ _DEFAULT = object()
 
 @dataclass(frozen=True)
 class DDRViTConfig:
-    """Hyper-parameters of :class:`DDRViT` (see there). ``bias`` is ``"freq"``, ``"swin"`` or ``None``."""
+    """Hyper-parameters of :class:`DDRViT` (see there). ``bias`` is ``"freq"``, ``"swin"``, ``None`` or an
+    ``nn.Module`` (copied into every block); ``bias_kwargs`` go to the named kind's constructor."""
 
     img_size: int = 28
     patch: int = 4
@@ -478,29 +494,61 @@ class DDRViTConfig:
     bias: str | None = "freq"
     mlp_ratio: float = 4.0
     window: int | tuple[int, int] | None = None
-    pos_embed: str = "none"
+    pos_embed: str = "learned"
     branch: str = "both"
+    bias_kwargs: dict | None = field(default=None, compare=True)
+    weight_init: str = "xavier"
 
 
 class DDRViT(nn.Module):
     r"""A small isotropic vision transformer of :class:`DDRBlock` s, timm-style.
 
-    patch-embedding conv (kernel = stride = ``patch``) -> optional absolute position embedding -> ``depth``
-    DDR blocks on the (img/patch)² token grid -> LayerNorm -> mean over tokens -> linear head.
+    patch-embedding conv (kernel = stride = ``patch``) -> learned absolute position embedding (default) ->
+    ``depth`` DDR blocks on the (img/patch)² token grid -> LayerNorm -> mean over tokens -> linear head.
 
     Parameters
     ----------
-    img_size, patch, in_chans, num_classes, dim, depth, num_heads, bias
+    img_size, patch, in_chans, num_classes, dim, depth, num_heads
         As in :class:`DDRViTConfig`; ``img_size`` must be a multiple of ``patch``. ``num_classes=0`` gives an
         identity head (features), as in timm.
+    bias : {"freq", "swin", None} or nn.Module
+        The attention bias of every block. A module (anything whose ``forward()`` returns ``(num_heads, N, N)``
+        for the attention window) is deep-copied into each block, so the blocks do not share parameters.
+    bias_kwargs : dict, optional
+        Keyword arguments for the named bias kind, e.g. ``bias="freq", bias_kwargs={"param": "separable",
+        "rank": 2}`` (the rank-2 separable frequency family) or ``{"init_std": 0.0}``.
     config : DDRViTConfig, optional
         Base values; every argument given explicitly (not left at its default) overrides the config.
     mlp_ratio, window, branch
         Passed to every :class:`DDRBlock` (``window=None``: attention over the whole grid).
-    pos_embed : {"none", "learned"}
-        Default ``"none"``: both branches are relative (the filter is a circular convolution, the bias depends on
-        offsets only), so positions come from the bias and the filter alone and bias kinds compare cleanly.
-        ``"learned"`` adds a trunc-normal(0.02) ``(1, N, dim)`` embedding as in ViT/GFNet.
+    pos_embed : {"learned", "none"}
+        ``"learned"`` (default) adds a trunc-normal(0.02) ``(1, N, dim)`` embedding as in ViT / DeiT / GFNet.
+        ``"none"`` keeps the model purely relative (the filter is a circular convolution, the bias depends on
+        offsets only): the ablation where the bias is the attention's only source of position.
+    weight_init : {"xavier", "trunc_normal"}
+        Linear weights xavier-uniform (default; the original ViT/JAX init, timm ``weight_init="jax"``) or
+        trunc-normal(std 0.02) (timm's default ViT init); linear biases zero in both.
+
+    Why these defaults (issue 5; 1 thread, AdamW lr 3e-3 wd 0.05, batch 32, 5 % warm-up + cosine, label
+    smoothing 0.1, seed 0, digits 8x8 / patch 2 = 4x4 tokens, ``tiny`` + freq bias, test accuracy):
+
+    ============================================  ========  =========  =============
+    setting                                       8 epochs  16 epochs  20 epochs
+    ============================================  ========  =========  =============
+    trunc-normal 0.02, no position embedding       44.0 %       --        88.3 %
+    trunc-normal 0.02, learned position embedding  56.8 %       --          --
+    xavier, no position embedding                  63.0 %     91.9 %        --
+    xavier, learned position embedding (default)   79.7 %     97.5 %      97.2 %
+    ============================================  ========  =========  =============
+
+    Two things held the old defaults back. (i) With std-0.02 weights at dim 32 every residual branch starts
+    tiny and q·k is near 0, so the attention is uniform (= the token mean) and, with no absolute position and
+    mean pooling, the attention branch starts as a bag of patches; a bias initialised at std 0.02 gives it
+    almost no position signal (attention-only, no position: 28 % at 8 epochs; with xavier and a learned
+    position embedding 85 %). (ii) 8 epochs of 1,438 images (360 steps) is too short for any of them: 16
+    epochs are. MNIST-5k (patch 4, 7x7 tokens, 4,000 train, 4 epochs): trunc-normal/no position 46.1 %,
+    xavier/no position 84.4 %, xavier/learned 87.2 %. Timings: 0.27 s per digits epoch, 1.6 s per MNIST-5k
+    epoch at one thread.
 
     Configs: :meth:`tiny` (dim 32, depth 2, 1 head; about 33k parameters at 28/4) and :meth:`small` (dim 64,
     depth 4, 2 heads; about 0.23M), sized to train on two CPU cores in minutes on MNIST-5k (28x28, patch 4 ->
@@ -512,7 +560,8 @@ class DDRViT(nn.Module):
 
     def __init__(self, img_size=_DEFAULT, patch=_DEFAULT, in_chans=_DEFAULT, num_classes=_DEFAULT, dim=_DEFAULT,
                  depth=_DEFAULT, num_heads=_DEFAULT, bias=_DEFAULT, config: DDRViTConfig | None = None, *,
-                 mlp_ratio=_DEFAULT, window=_DEFAULT, pos_embed=_DEFAULT, branch=_DEFAULT):
+                 mlp_ratio=_DEFAULT, window=_DEFAULT, pos_embed=_DEFAULT, branch=_DEFAULT, bias_kwargs=_DEFAULT,
+                 weight_init=_DEFAULT):
         super().__init__()
         if config is None:
             config = DDRViTConfig()
@@ -520,8 +569,11 @@ class DDRViT(nn.Module):
             raise ValueError(f"DDRViT: config must be a DDRViTConfig, got {type(config).__name__}")
         given = dict(img_size=img_size, patch=patch, in_chans=in_chans, num_classes=num_classes, dim=dim,
                      depth=depth, num_heads=num_heads, bias=bias, mlp_ratio=mlp_ratio, window=window,
-                     pos_embed=pos_embed, branch=branch)
-        cfg = replace(config, **{k: v for k, v in given.items() if v is not _DEFAULT})
+                     pos_embed=pos_embed, branch=branch, bias_kwargs=bias_kwargs, weight_init=weight_init)
+        given = {k: v for k, v in given.items() if v is not _DEFAULT}
+        if "bias" in given and "bias_kwargs" not in given:  # a new bias kind does not inherit the old kwargs
+            given["bias_kwargs"] = None
+        cfg = replace(config, **given)
         for name in ("img_size", "patch", "in_chans", "dim", "depth", "num_heads"):
             v = getattr(cfg, name)
             if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v <= 0:
@@ -534,8 +586,13 @@ class DDRViT(nn.Module):
             raise ValueError(f"DDRViT: dim={cfg.dim} is not divisible by num_heads={cfg.num_heads}")
         if cfg.pos_embed not in _POS_EMBEDS:
             raise ValueError(f"DDRViT: unknown pos_embed {cfg.pos_embed!r}; choose one of {_POS_EMBEDS}")
-        if cfg.bias not in _BIAS_KINDS and cfg.bias != "none":
-            raise ValueError(f"DDRViT: unknown bias kind {cfg.bias!r}; choose one of 'freq', 'swin', None")
+        if cfg.weight_init not in _WEIGHT_INITS:
+            raise ValueError(f"DDRViT: unknown weight_init {cfg.weight_init!r}; choose one of {_WEIGHT_INITS}")
+        if not isinstance(cfg.bias, nn.Module) and cfg.bias not in _BIAS_KINDS and cfg.bias != "none":
+            raise ValueError(f"DDRViT: unknown bias kind {cfg.bias!r}; choose one of 'freq', 'swin', None, "
+                             "or pass a module")
+        if cfg.bias_kwargs is not None and not isinstance(cfg.bias_kwargs, dict):
+            raise ValueError(f"DDRViT: bias_kwargs must be a dict, got {type(cfg.bias_kwargs).__name__}")
         self.config = cfg
         g = cfg.img_size // cfg.patch
         self.grid = (g, g)
@@ -544,15 +601,23 @@ class DDRViT(nn.Module):
         self.patch_embed = nn.Conv2d(cfg.in_chans, cfg.dim, kernel_size=cfg.patch, stride=cfg.patch)
         self.pos_embed = nn.Parameter(torch.zeros(1, g * g, cfg.dim)) if cfg.pos_embed == "learned" else None
         self.blocks = nn.ModuleList(
-            DDRBlock(cfg.dim, self.grid, cfg.num_heads, bias=cfg.bias, mlp_ratio=cfg.mlp_ratio, window=cfg.window,
-                     branch=cfg.branch)
+            DDRBlock(cfg.dim, self.grid, cfg.num_heads,
+                     bias=copy.deepcopy(cfg.bias) if isinstance(cfg.bias, nn.Module) else cfg.bias,
+                     bias_kwargs=cfg.bias_kwargs, mlp_ratio=cfg.mlp_ratio, window=cfg.window, branch=cfg.branch)
             for _ in range(cfg.depth)
         )
         self.norm = nn.LayerNorm(cfg.dim, eps=1e-6)
         self.head = nn.Linear(cfg.dim, self.num_classes) if self.num_classes else nn.Identity()
-        self.apply(self._init_weights)
+        self.apply(self._init_xavier if cfg.weight_init == "xavier" else self._init_weights)
         if self.pos_embed is not None:
             nn.init.trunc_normal_(self.pos_embed, std=0.02)
+
+    @staticmethod
+    def _init_xavier(m: nn.Module) -> None:
+        if isinstance(m, nn.Linear):
+            nn.init.xavier_uniform_(m.weight)
+            if m.bias is not None:
+                nn.init.zeros_(m.bias)
 
     @staticmethod
     def _init_weights(m: nn.Module) -> None:
@@ -602,7 +667,7 @@ class DDRViT(nn.Module):
         return self.forward_head(self.forward_features(x))
 
     def extra_repr(self) -> str:
-        return ", ".join(f"{k}={v!r}" for k, v in asdict(self.config).items())
+        return ", ".join(f"{f.name}={getattr(self.config, f.name)!r}" for f in fields(self.config))
 
 
 # ---------------------------------------------------------------------------------------------------
