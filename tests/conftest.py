@@ -3,7 +3,9 @@ it at decoration time, so Triton kernels run on CPU tensors here (slowly; keep t
 
 from __future__ import annotations
 
+import importlib.util
 import os
+from pathlib import Path
 
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
@@ -28,3 +30,12 @@ def fresh_backends():
     _backend.refresh()
     yield
     _backend.refresh()
+
+
+def load_bench_script(relpath: str):
+    """A script of bench/ (e.g. "graph/eval_tikhonov.py") as a module, for tests of its helpers."""
+    path = Path(__file__).resolve().parents[1] / "bench" / relpath
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

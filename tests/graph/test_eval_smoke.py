@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
+
+from ..conftest import load_bench_script
 
 pytest.importorskip("torch")
 pytest.importorskip("sklearn")
 
-SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "graph" / "eval_tikhonov.py"
-
 
 def _load():
-    spec = importlib.util.spec_from_file_location("eval_tikhonov", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench_script("graph/eval_tikhonov.py")
 
 
 def test_rank_auroc_ties_averaged():

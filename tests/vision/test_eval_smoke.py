@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
+
+from ..conftest import load_bench_script
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("sklearn")
 
-SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "vision" / "eval_freqbias.py"
-
 
 def _load():
-    spec = importlib.util.spec_from_file_location("eval_freqbias", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench_script("vision/eval_freqbias.py")
 
 
 def test_zoom_protocol_equals_nearest_upsampling():

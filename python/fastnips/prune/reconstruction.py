@@ -239,7 +239,7 @@ def _run(model: nn.Module, calib: Calibration, *, window="block", criterion: Cri
             raise TypeError(f"validation must be a Calibration, got {type(validation).__name__}")
         validation.check_model(model)
     wins = windows(model, window)
-    _, blocks = decoder_blocks(model)
+    prefix, blocks = decoder_blocks(model)
     dense_blocks = None
     if dense is not None:
         _, dense_blocks = decoder_blocks(dense)
@@ -283,7 +283,7 @@ def _run(model: nn.Module, calib: Calibration, *, window="block", criterion: Cri
             if w.kind in ("attn", "mlp", "matrix"):  # all windows of this block go together
                 while i + len(group) < len(wins) and wins[i + len(group)].first == w.first:
                     group.append(wins[i + len(group)])
-            _process(model, blocks, dense_blocks, group, chains, vchains, criterion, masks, train, inputs,
+            _process(model, prefix, blocks, dense_blocks, group, chains, vchains, criterion, masks, train, inputs,
                      propagate, device, home, mods, report, gen, restore)
             i += len(group)
             bar(len(group), group[-1].name)
@@ -367,10 +367,8 @@ def _prune_blocks(blocks, rng, chain, kws, criterion, masks, mods, prefix_of, de
                 h = [call_block(blk, x.to(device), _to(kw, device)).to(x.device) for x, kw in zip(h, kws)]
 
 
-def _process(model, blocks, dense_blocks, group, chains, vchains, criterion, masks, train, inputs, propagate,
+def _process(model, prefix, blocks, dense_blocks, group, chains, vchains, criterion, masks, train, inputs, propagate,
              device, home, mods, report, gen, restore):
-    prefix = decoder_blocks(model)[0]
-
     def prefix_of(b):
         return f"{prefix}.{b}"
 
@@ -578,7 +576,7 @@ def _train_window(model, w: Window, fwd, xs, kws, ys, train: _Train, device, mod
             _set_modules(model, lora)
             params = [p for m in lora.values() for p in (m.lora_A, m.lora_B)]
         else:
-            params = list(w.parameters()) if w.kind != "matrix" else list(swapped[w.linears[0]].parameters())
+            params = list(w.parameters())  # the masked layers took over these same Parameters
         for p in params:
             p.requires_grad_(True)
         rep.loss_before = _mean_loss(fwd, xs, kws, ys, loss, device)
@@ -722,11 +720,7 @@ def retrain(model: nn.Module, calib: Calibration, masks: dict, *, peft=None, epo
     if not isinstance(calib, Calibration):
         raise TypeError(f"calib must be a fastnips.prune.Calibration, got {type(calib).__name__}")
     calib.check_model(model)
-    with torch.no_grad():
-        mods = dict(model.named_modules())
-        for n, m in masks.items():
-            mods[n].weight.mul_(m.to(mods[n].weight.device))
-    apply_masks(model, masks)
+    apply_masks(model, masks)  # zeroes the pruned entries
     flags = {id(p): p.requires_grad for p in model.parameters()}
     was = model.training
     losses = []

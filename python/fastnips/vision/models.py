@@ -231,6 +231,15 @@ def _make_bias(bias, num_heads: int, window: tuple[int, int], bias_kwargs=None):
     return bias
 
 
+def _check_dim_heads(owner: str, dim, num_heads) -> None:
+    if not isinstance(dim, numbers.Integral) or dim <= 0:
+        raise ValueError(f"{owner}: dim must be a positive int, got {dim!r}")
+    if not isinstance(num_heads, numbers.Integral) or num_heads <= 0:
+        raise ValueError(f"{owner}: num_heads must be a positive int, got {num_heads!r}")
+    if dim % num_heads:
+        raise ValueError(f"{owner}: dim={dim} is not divisible by num_heads={num_heads}")
+
+
 class GatedAttention(nn.Module):
     r"""Multi-head (windowed) attention with an additive bias and an elementwise output gate.
 
@@ -264,12 +273,7 @@ class GatedAttention(nn.Module):
 
     def __init__(self, dim: int, num_heads: int, window, bias=None, bias_kwargs=None):
         super().__init__()
-        if not isinstance(dim, numbers.Integral) or dim <= 0:
-            raise ValueError(f"GatedAttention: dim must be a positive int, got {dim!r}")
-        if not isinstance(num_heads, numbers.Integral) or num_heads <= 0:
-            raise ValueError(f"GatedAttention: num_heads must be a positive int, got {num_heads!r}")
-        if dim % num_heads:
-            raise ValueError(f"GatedAttention: dim={dim} is not divisible by num_heads={num_heads}")
+        _check_dim_heads("GatedAttention", dim, num_heads)
         self.dim, self.num_heads = int(dim), int(num_heads)
         self.head_dim = self.dim // self.num_heads
         self.window = _pair(window, "window")
@@ -400,12 +404,7 @@ class DDRBlock(nn.Module):
         super().__init__()
         if branch not in _BRANCHES:
             raise ValueError(f"DDRBlock: unknown branch {branch!r}; choose one of {_BRANCHES}")
-        if not isinstance(dim, numbers.Integral) or dim <= 0:
-            raise ValueError(f"DDRBlock: dim must be a positive int, got {dim!r}")
-        if not isinstance(num_heads, numbers.Integral) or num_heads <= 0:
-            raise ValueError(f"DDRBlock: num_heads must be a positive int, got {num_heads!r}")
-        if dim % num_heads:
-            raise ValueError(f"DDRBlock: dim={dim} is not divisible by num_heads={num_heads}")
+        _check_dim_heads("DDRBlock", dim, num_heads)
         if not (mlp_ratio > 0):
             raise ValueError(f"DDRBlock: mlp_ratio must be positive, got {mlp_ratio!r}")
         if isinstance(bias, str) and bias not in ("freq", "swin", "none"):
