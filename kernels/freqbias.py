@@ -26,8 +26,20 @@ dots are wrong in triton 3.7.1 (raw bits are multiplied; see :mod:`fastnips.kern
 operands are upcast to float32 first; on a GPU q k^T and P V run on the native bf16/fp16 tensor-core path
 (P rounded to the value dtype, as FlashAttention does).
 
-**Backward** is not a Triton kernel yet: :mod:`fastnips.vision.attention` recomputes the gradients with
-torch ops (materialising the (B, H, N, N) probabilities), see there.
+**Backward** (:func:`attention_freqbias_bwd`): FlashAttention-2 style as well, two kernels that recompute
+the probabilities tile by tile from q, k, the bias table and the stored log-sum-exp, so no (N, N) tensor
+exists in the backward either. With :math:`P = \exp(s - \mathrm{lse})`, :math:`\Delta_i = \sum_d dO_{id} O_{id}`
+(computed once by torch) and :math:`dS = P \odot (dO\, V^\top - \Delta)`:
+
+* ``_attn_bwd_kernel`` with ``KEYS=True``, one program per ``BLOCK_N`` keys of one (batch, head), walks the queries and
+  accumulates :math:`dV = P^\top dO` and :math:`dK = \mathrm{scale}\, dS^\top Q` in float32 registers, and
+  scatters every tile of :math:`dS` into the table gradient with ``tl.atomic_add`` at the same gather index
+  the forward read (the table gradient is :math:`\sum_b \sum_{(i, j) \mapsto t} dS_{bh}[i, j]`; float32,
+  summed in an order that is not fixed on a GPU, so it is not bitwise reproducible there);
+* the same kernel with ``KEYS=False``, one program per ``BLOCK_M`` queries, walks the keys and accumulates
+  :math:`dQ = \mathrm{scale}\, dS\, K`.
+
+Recomputing P twice (once per kernel) instead of atomically adding dQ is FlashAttention-2's choice as well.
 
 Import lazily: ``@triton.jit`` reads ``TRITON_INTERPRET`` at import.
 """
@@ -65,13 +77,20 @@ def _bias_tile(tab_ptr, rows, cols, ok, MW, GH, GW, SHIFT_H, SHIFT_W, FAST: tl.c
     """Bias tile ``T[(r_i - r_j + o_h) mod GH, (c_i - c_j + o_w) mod GW]`` (0 outside ``ok``); ``SHIFT_*`` is the
     offset plus a multiple of the period that makes every argument of the modulo non-negative. The divisions
     by MW are on the 1-D row / column vectors; the 2-D work is subtractions, two wraps and the gather."""
+    idx = _bias_index(rows, cols, MW, GH, GW, SHIFT_H, SHIFT_W, FAST)
+    return tl.load(tab_ptr + idx, mask=ok, other=0.0).to(tl.float32)
+
+
+@triton.jit
+def _bias_index(rows, cols, MW, GH, GW, SHIFT_H, SHIFT_W, FAST: tl.constexpr):
+    """Flat table index ``((r_i - r_j + o_h) mod GH) * GW + (c_i - c_j + o_w) mod GW`` of a (rows, cols) tile."""
     ri = rows // MW + SHIFT_H
     ci = rows % MW + SHIFT_W
     rj = cols // MW
     cj = cols % MW
     dr = _wrap(ri[:, None] - rj[None, :], GH, FAST)
     dc = _wrap(ci[:, None] - cj[None, :], GW, FAST)
-    return tl.load(tab_ptr + dr * GW + dc, mask=ok, other=0.0).to(tl.float32)
+    return dr * GW + dc
 
 
 @triton.jit
@@ -129,6 +148,93 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, tab_ptr, o_ptr, lse_ptr, qk_scale,
              mask=r_ok[:, None] & d_ok[None, :])
     lse = (m_i + tl.log2(l_safe)) * 0.6931471805599453
     tl.store(lse_ptr + bh.to(tl.int64) * N + rows, lse, mask=r_ok)
+
+
+@triton.jit
+def _tile(base, idx, offs_d, s_n, s_d, ok, d_ok, UPCAST: tl.constexpr):
+    """The (len(idx), BLOCK_D) tile ``base[idx * s_n + d * s_d]`` (0 outside), float32 when ``UPCAST``."""
+    t = tl.load(base + idx[:, None] * s_n + offs_d[None, :] * s_d, mask=ok[:, None] & d_ok[None, :], other=0.0)
+    if UPCAST:
+        t = t.to(tl.float32)
+    return t
+
+
+@triton.jit
+def _probs_ds(q, k, v, do, lse2, delta, tab, rows, cols, ok, qk_scale, MW, GH, GW, SHIFT_H, SHIFT_W,
+              FAST: tl.constexpr, PREC: tl.constexpr):
+    """Recomputed probabilities P (rows x cols), dS = P (dO V^T - delta) and the bias table index of the tile."""
+    idx = _bias_index(rows, cols, MW, GH, GW, SHIFT_H, SHIFT_W, FAST)
+    bias = tl.load(tab + idx, mask=ok, other=0.0).to(tl.float32)
+    s = tl.dot(q, tl.trans(k), input_precision=PREC) * qk_scale + bias * 1.4426950408889634
+    p = tl.where(ok, tl.exp2(s - lse2[:, None]), 0.0)
+    dp = tl.dot(do, tl.trans(v), input_precision=PREC)
+    return p, p * (dp - delta[:, None]), idx
+
+
+@triton.jit
+def _attn_bwd_kernel(q_ptr, k_ptr, v_ptr, tab_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr, dk_ptr, dv_ptr, dtab_ptr,
+                     qk_scale, scale, H, N, D, MW, GH, GW, SHIFT_H, SHIFT_W,
+                     s_qb, s_qh, s_qn, s_qd, s_kb, s_kh, s_kn, s_kd, s_vb, s_vh, s_vn, s_vd,
+                     s_ob, s_oh, s_on, s_od, s_th,
+                     KEYS: tl.constexpr, UPCAST: tl.constexpr, PREC: tl.constexpr, FAST: tl.constexpr,
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
+    """``KEYS``: one program per BLOCK_N keys -> dK, dV and the table gradient; else per BLOCK_M queries -> dQ."""
+    pid = tl.program_id(0)
+    bh = tl.program_id(1)
+    b = bh // H
+    h = bh % H
+    q_base = q_ptr + b.to(tl.int64) * s_qb + h.to(tl.int64) * s_qh
+    k_base = k_ptr + b.to(tl.int64) * s_kb + h.to(tl.int64) * s_kh
+    v_base = v_ptr + b.to(tl.int64) * s_vb + h.to(tl.int64) * s_vh
+    do_base = do_ptr + b.to(tl.int64) * s_ob + h.to(tl.int64) * s_oh
+    row_base = bh.to(tl.int64) * N
+    tab = tab_ptr + h.to(tl.int64) * s_th
+    offs_d = tl.arange(0, BLOCK_D)
+    d_ok = offs_d < D
+    if KEYS:
+        dtab = dtab_ptr + h.to(tl.int64) * s_th
+        cols = pid * BLOCK_N + tl.arange(0, BLOCK_N)
+        c_ok = cols < N
+        k = _tile(k_base, cols, offs_d, s_kn, s_kd, c_ok, d_ok, UPCAST)
+        v = _tile(v_base, cols, offs_d, s_vn, s_vd, c_ok, d_ok, UPCAST)
+        dk = tl.zeros((BLOCK_N, BLOCK_D), dtype=tl.float32)
+        dv = tl.zeros((BLOCK_N, BLOCK_D), dtype=tl.float32)
+        for m0 in range(0, N, BLOCK_M):
+            rows = m0 + tl.arange(0, BLOCK_M)
+            r_ok = rows < N
+            q = _tile(q_base, rows, offs_d, s_qn, s_qd, r_ok, d_ok, UPCAST)
+            do = _tile(do_base, rows, offs_d, s_on, s_od, r_ok, d_ok, UPCAST)
+            lse2 = tl.load(lse_ptr + row_base + rows, mask=r_ok, other=0.0) * 1.4426950408889634
+            delta = tl.load(delta_ptr + row_base + rows, mask=r_ok, other=0.0)
+            ok = r_ok[:, None] & c_ok[None, :]
+            p, ds, idx = _probs_ds(q, k, v, do, lse2, delta, tab, rows, cols, ok, qk_scale, MW, GH, GW,
+                                   SHIFT_H, SHIFT_W, FAST, PREC)
+            dv += tl.dot(tl.trans(p.to(do.dtype)), do, input_precision=PREC)
+            dk += tl.dot(tl.trans(ds.to(q.dtype)), q, input_precision=PREC)
+            tl.atomic_add(dtab + idx, ds, mask=ok)
+        out_off = row_base * D + cols[:, None] * D + offs_d[None, :]
+        kv_mask = c_ok[:, None] & d_ok[None, :]
+        tl.store(dk_ptr + out_off, (dk * scale).to(dk_ptr.dtype.element_ty), mask=kv_mask)
+        tl.store(dv_ptr + out_off, dv.to(dv_ptr.dtype.element_ty), mask=kv_mask)
+    else:
+        rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
+        r_ok = rows < N
+        q = _tile(q_base, rows, offs_d, s_qn, s_qd, r_ok, d_ok, UPCAST)
+        do = _tile(do_base, rows, offs_d, s_on, s_od, r_ok, d_ok, UPCAST)
+        lse2 = tl.load(lse_ptr + row_base + rows, mask=r_ok, other=0.0) * 1.4426950408889634
+        delta = tl.load(delta_ptr + row_base + rows, mask=r_ok, other=0.0)
+        dq = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
+        for n0 in range(0, N, BLOCK_N):
+            cols = n0 + tl.arange(0, BLOCK_N)
+            c_ok = cols < N
+            k = _tile(k_base, cols, offs_d, s_kn, s_kd, c_ok, d_ok, UPCAST)
+            v = _tile(v_base, cols, offs_d, s_vn, s_vd, c_ok, d_ok, UPCAST)
+            ok = r_ok[:, None] & c_ok[None, :]
+            p, ds, idx = _probs_ds(q, k, v, do, lse2, delta, tab, rows, cols, ok, qk_scale, MW, GH, GW,
+                                   SHIFT_H, SHIFT_W, FAST, PREC)
+            dq += tl.dot(ds.to(k.dtype), k, input_precision=PREC)
+        tl.store(dq_ptr + row_base * D + rows[:, None] * D + offs_d[None, :],
+                 (dq * scale).to(dq_ptr.dtype.element_ty), mask=r_ok[:, None] & d_ok[None, :])
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -206,3 +312,58 @@ def attention_freqbias_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ta
         *q.stride(), *k.stride(), *v.stride(), tab.stride(0),
         UPCAST=upcast, PREC=prec, FAST=fast, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=bd, num_warps=warps)
     return out, lse
+
+
+
+def bwd_blocks(N: int, D: int) -> tuple[int, int, int, int]:
+    """(BLOCK_M, BLOCK_N, BLOCK_D, num_warps) of both backward kernels: 64 x 64 tiles on a GPU (32 x 32 for
+    head dims over 64, where five (tile x D) float32 operands share the registers), 4 warps."""
+    bd = _blk(D, 256)
+    if _interpreted():
+        return _blk(N, 128), _blk(N, 128), bd, 4
+    t = 64 if bd <= 64 else 32
+    return _blk(N, t), _blk(N, t), bd, 4
+
+
+def attention_freqbias_bwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, table: torch.Tensor,
+                           out: torch.Tensor, lse: torch.Tensor, dout: torch.Tensor,
+                           window: tuple[int, int], offset: tuple[int, int], scale: float
+                           ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    r"""Gradients of :func:`attention_freqbias_fwd` in q, k, v and the table, from its ``out`` and ``lse``.
+
+    Parameters
+    ----------
+    q, k, v, table, window, offset, scale : as in :func:`attention_freqbias_fwd`
+    out : torch.Tensor (B, H, N, D), its output
+    lse : torch.Tensor (B, H, N), float32, its log-sum-exp
+    dout : torch.Tensor (B, H, N, D), the gradient of the loss in ``out``
+
+    Returns
+    -------
+    dq, dk, dv : torch.Tensor (B, H, N, D), dtypes of q, k, v, contiguous
+    dtable : torch.Tensor (H, Gh, Gw), the table's dtype
+    """
+    _check_device(q.device)
+    B, H, N, D = q.shape
+    mh, mw = (int(window[0]), int(window[1]))
+    gh, gw = int(table.shape[1]), int(table.shape[2])
+    sh, sw = (_shift(int(o), g, m) for o, g, m in ((offset[0], gh, mh), (offset[1], gw, mw)))
+    fast = sh + mh - 1 < 2 * gh and sw + mw - 1 < 2 * gw
+    tab = table.detach().to(torch.float32).reshape(H, gh * gw).contiguous()
+    dout = dout.to(q.dtype)
+    delta = (dout.float() * out.float()).sum(-1).contiguous()  # (B, H, N): rowsum(dO * O)
+    lse = lse.contiguous()
+    dq = torch.empty((B, H, N, D), dtype=q.dtype, device=q.device)
+    dk = torch.empty_like(dq)
+    dv = torch.empty_like(dq)
+    dtab = torch.zeros((H, gh * gw), dtype=torch.float32, device=q.device)
+    bm, bn, bd, warps = bwd_blocks(N, D)
+    upcast = _interpreted() and q.dtype != torch.float32
+    prec = "ieee" if q.dtype == torch.float32 or upcast else "tf32"
+    common = (float(scale) * _LOG2E, float(scale), H, N, D, mw, gh, gw, sh, sw,
+              *q.stride(), *k.stride(), *v.stride(), *dout.stride(), tab.stride(0))
+    meta = dict(UPCAST=upcast, PREC=prec, FAST=fast, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=bd, num_warps=warps)
+    args = (q, k, v, tab, dout, lse, delta, dq, dk, dv, dtab, *common)
+    _attn_bwd_kernel[(triton.cdiv(N, bn), B * H)](*args, KEYS=True, **meta)
+    _attn_bwd_kernel[(triton.cdiv(N, bm), B * H)](*args, KEYS=False, **meta)
+    return dq, dk, dv, dtab.reshape(H, gh, gw).to(table.dtype)

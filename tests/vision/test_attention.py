@@ -153,6 +153,46 @@ def test_triton_backward_kernel_table_gradcheck():
     assert (g - g2).abs().max() < 1e-4
 
 
+@pytest.mark.parametrize(("grid", "periodic"), [((7, 7), True), ((4, 5), True), ((5, 5), False)])
+def test_triton_backward_kernel_many_blocks(monkeypatch, grid, periodic):
+    """The backward kernels over several query and key tiles (16 x 16 tiles, N = 9 or 35: ragged last tile),
+    strided inputs, and tables smaller than the alias-free grid (wrap-around) and Swin's: against the torch oracle."""
+    _needs_triton()
+    from fastnips.kernels import freqbias as tk
+    from fastnips.vision.attention import _grads_reference
+
+    monkeypatch.setattr(tk, "bwd_blocks", lambda N, D: (16, 16, 16, 4))
+    win = (3, 3) if not periodic else (5, 7)
+    N = win[0] * win[1]
+    g = torch.Generator().manual_seed(3)
+    base = torch.randn(2, N, 3, 2, 8, generator=g)  # (B, N, 3 = q/k/v, H, D) -> strided views
+    q, k, v = (base[:, :, i].transpose(1, 2) for i in range(3))
+    tab = torch.randn(2, *grid, generator=g)
+    offset = (0, 0) if periodic else (win[0] - 1, win[1] - 1)
+    out, lse = tk.attention_freqbias_fwd(q, k, v, tab, win, offset, 0.3)
+    do = torch.randn(out.shape, generator=g)
+    got = tk.attention_freqbias_bwd(q, k, v, tab, out, lse, do, win, offset, 0.3)
+    want = _grads_reference(q, k, v, tab, win, offset, 0.3, do)
+    for name, a, b in zip(("dq", "dk", "dv", "dtable"), got, want):
+        assert a.shape == b.shape, name
+        assert (a - b).abs().max() < 1e-4 * max(1.0, b.abs().max().item()), name
+
+
+def test_triton_backward_bf16():
+    """bf16 gradients against the float32 oracle on the same (bf16-rounded) inputs."""
+    _needs_triton()
+    mod = _randomize(FreqRelPosBias(H, M))
+    q, k, v = (t.to(torch.bfloat16).requires_grad_(True) for t in _qkv())
+    out = attention_with_bias(q, k, v, mod, backend="triton")
+    go = torch.randn(out.shape, generator=torch.Generator().manual_seed(5)).to(torch.bfloat16)
+    got = torch.autograd.grad(out, [q, k, v, *mod.parameters()], go)
+    q2, k2, v2 = (t.detach().float().requires_grad_(True) for t in (q, k, v))
+    ref = attention_with_bias(q2, k2, v2, mod, backend="reference")
+    want = torch.autograd.grad(ref, [q2, k2, v2, *mod.parameters()], go.float())
+    for a, b in zip(got, want):
+        assert (a.float() - b).abs().max() < 3e-2 * max(1.0, b.abs().max().item())
+
+
 def test_custom_op_opcheck():
     _needs_triton()
     q, k, v = _qkv(grad=True)
@@ -168,7 +208,7 @@ def test_torch_compile_custom_op(compiler):
     tab = torch.randn(H, 7, 7, requires_grad=True)
 
     def f(q, k, v, tab):
-        return torch.ops.fastnips.attention_freqbias(q, k, v, tab, [M, M], [0, 0], 0.25).square().sum()
+        return torch.ops.fastnips.attention_freqbias(q, k, v, tab, [M, M], [0, 0], 0.25)[0].square().sum()
 
     cf = torch.compile(f, backend=compiler, fullgraph=True)
     q, k, v = _qkv(grad=True)

@@ -28,10 +28,10 @@ Backends (:func:`attention_with_bias`, ``backend=``)
     :mod:`fastnips.kernels.freqbias`: FlashAttention-2 style forward with online softmax that gathers the bias
     tile from the compact table by the index arithmetic above (no (H, N, N) tensor). Registered as the torch
     custom op ``fastnips::attention_freqbias`` (fake implementation for ``torch.compile``; autograd formula
-    registered). **The backward is not a Triton kernel**: it recomputes the softmax with torch ops from q, k, v
-    and the table in float32 (materialising the (B, H, N, N) probabilities, O(B H N^2) memory) and returns
-    dq, dk, dv and d(table), the latter by ``index_add`` of :math:`\sum_b dS_{bh}` over the table index.
-    CUDA, or CPU tensors under ``TRITON_INTERPRET=1`` (tests).
+    registered). The backward is two Triton kernels as well (FlashAttention-2 style recomputation from the
+    saved log-sum-exp): dq, dk, dv, and the table gradient scattered in-kernel at the forward's gather index,
+    so neither direction materialises an (N, N) tensor. :func:`_grads_reference` is its torch oracle in the
+    tests. CUDA, or CPU tensors under ``TRITON_INTERPRET=1`` (tests).
 ``"flex"``
     ``torch.nn.attention.flex_attention`` with a ``score_mod`` doing the same table lookup (compiled on CUDA,
     eager and unfused on CPU). In torch 2.13 FlexAttention has **no backward on CPU**: requesting gradients of
@@ -157,7 +157,9 @@ def _reference(q, k, v, bias: torch.Tensor, scale: float) -> torch.Tensor:
 
 
 def _grads_reference(q, k, v, table, window, offset, scale, do):
-    """dq, dk, dv, d(table) of the biased attention, recomputed with torch ops in float32."""
+    r"""dq, dk, dv, d(table) of the biased attention, recomputed with torch ops in float32 (materialising the
+    (B, H, N, N) probabilities; the oracle of the Triton backward, and the table gradient is an ``index_add``
+    of :math:`\sum_b dS_{bh}` over the table index)."""
     H, gh, gw = table.shape
     idx = _flat_index(window, (gh, gw), offset, q.device)
     bias = table.float().reshape(H, gh * gw)[:, idx]  # (H, N, N)
@@ -176,27 +178,50 @@ def _grads_reference(q, k, v, table, window, offset, scale, do):
 # ---------------------------------------------------------------------------------------------- custom op
 @torch.library.custom_op(
     "fastnips::attention_freqbias", mutates_args=(),
-    schema="(Tensor q, Tensor k, Tensor v, Tensor table, int[] window, int[] offset, float scale) -> Tensor")
+    schema="(Tensor q, Tensor k, Tensor v, Tensor table, int[] window, int[] offset, float scale) -> (Tensor, Tensor)")
 def _attention_freqbias(q, k, v, table, window, offset, scale):
+    """(out, lse): the attention output and the float32 log-sum-exp of each logit row (B, H, N), which the
+    backward needs; ``lse`` is not differentiable."""
     from ..kernels import freqbias as tk  # lazy: defining kernels reads TRITON_INTERPRET
 
-    return tk.attention_freqbias_fwd(q, k, v, table, tuple(window), tuple(offset), scale)[0]
+    return tk.attention_freqbias_fwd(q, k, v, table, tuple(window), tuple(offset), scale)
 
 
 @_attention_freqbias.register_fake
 def _(q, k, v, table, window, offset, scale):
-    return torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    B, H, N, _ = q.shape
+    return (torch.empty(q.shape, dtype=q.dtype, device=q.device),
+            torch.empty((B, H, N), dtype=torch.float32, device=q.device))
+
+
+@torch.library.custom_op("fastnips::attention_freqbias_backward", mutates_args=(),
+                         schema="(Tensor q, Tensor k, Tensor v, Tensor table, Tensor out, Tensor lse, Tensor dout, "
+                                "int[] window, int[] offset, float scale) -> (Tensor, Tensor, Tensor, Tensor)")
+def _attention_freqbias_backward(q, k, v, table, out, lse, dout, window, offset, scale):
+    from ..kernels import freqbias as tk
+
+    return tk.attention_freqbias_bwd(q, k, v, table, out, lse, dout, tuple(window), tuple(offset), scale)
+
+
+@_attention_freqbias_backward.register_fake
+def _(q, k, v, table, out, lse, dout, window, offset, scale):
+    return (torch.empty(q.shape, dtype=q.dtype, device=q.device), torch.empty(k.shape, dtype=k.dtype, device=k.device),
+            torch.empty(v.shape, dtype=v.dtype, device=v.device),
+            torch.empty(table.shape, dtype=table.dtype, device=table.device))
 
 
 def _setup_context(ctx, inputs, output):
     q, k, v, table, window, offset, scale = inputs
-    ctx.save_for_backward(q, k, v, table)
-    ctx.window, ctx.offset, ctx.scale = tuple(window), tuple(offset), float(scale)
+    out, lse = output
+    ctx.save_for_backward(q, k, v, table, out, lse)
+    ctx.window, ctx.offset, ctx.scale = list(window), list(offset), float(scale)
+    ctx.mark_non_differentiable(lse)
 
 
-def _backward(ctx, do):
-    q, k, v, table = ctx.saved_tensors
-    dq, dk, dv, dtab = _grads_reference(q, k, v, table, ctx.window, ctx.offset, ctx.scale, do)
+def _backward(ctx, do, _dlse):
+    q, k, v, table, out, lse = ctx.saved_tensors
+    dq, dk, dv, dtab = torch.ops.fastnips.attention_freqbias_backward(
+        q, k, v, table, out, lse, do.contiguous(), ctx.window, ctx.offset, ctx.scale)
     return dq, dk, dv, dtab, None, None, None
 
 
@@ -375,4 +400,5 @@ def attention_with_bias(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias_
                          "FreqRelPosBias / SwinRelPosBias), not a dense (H, N, N) tensor")
     if q.dtype not in (torch.float16, torch.bfloat16, torch.float32):
         raise ValueError(f"backend 'triton' takes float16, bfloat16 or float32, got {q.dtype}")
-    return torch.ops.fastnips.attention_freqbias(q, k, v, spec.kernel, list(spec.window), list(spec.offset), scale)
+    return torch.ops.fastnips.attention_freqbias(q, k, v, spec.kernel, list(spec.window), list(spec.offset),
+                                                 scale)[0]
