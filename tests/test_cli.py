@@ -36,6 +36,11 @@ def test_demo_runs_and_agrees():
     assert m, res.output
     dense, pruned, recon = map(float, m.groups())
     assert dense < recon < pruned  # the demo's point: reconstruction recovers part of what pruning lost
+    m = re.search(r"^vision\s+torch\s+acc (\d\.\d\d)", res.output, re.M)
+    assert (m and float(m.group(1)) > 0.85) or re.search(r"^vision\s+-\s+skipped", res.output, re.M), res.output
+    assert re.search(r"^vision bias params\s+-\s+52 vs 169 \(3\.25x\)", res.output, re.M) or "skipped" in res.output
+    m = re.search(r"^vision transfer\s+-\s+(\S+) vs (\S+)", res.output, re.M)
+    assert m is None or float(m.group(1)) < 1e-12 < float(m.group(2))
 
 
 def test_htc_text_file(tmp_path):

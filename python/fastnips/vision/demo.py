@@ -14,12 +14,13 @@ def _skip(detail: str) -> list[dict]:
     return [{"task": "vision", "backend": "-", "result": "skipped", "detail": detail}]
 
 
-def demo_vision(seed: int, *, budget_s: float = 5.0, max_epochs: int = 40) -> list[dict]:
+def demo_vision(seed: int, *, epochs: int = 12, budget_s: float = 20.0) -> list[dict]:
     """Train ``DDRViT.tiny`` (frequency bias) on sklearn digits for a few seconds; report three rows.
 
-    1. test accuracy (8x8 digits, patch 2 -> 4x4 tokens = one window, about ``budget_s`` s of AdamW with a
-       time-based cosine schedule; the model's defaults: learned position embedding, xavier init). Measured
-       at one thread on a shared 2-core machine: see the report of issue 5 / the test;
+    1. test accuracy (8x8 digits, patch 2 -> 4x4 tokens = one window, ``epochs`` epochs of AdamW, batch 32,
+       cosine schedule from 3e-3; the model's defaults: learned position embedding, xavier init). The run is
+       deterministic for a seed unless the wall-clock cap ``budget_s`` stops it first (the row then says so).
+       Measured on a shared 2-core machine, one thread: 12 epochs in about 3 s, test accuracy 0.95-0.96;
     2. bias parameters per head: frequency ``hermitian`` (lossless, = Swin), ``separable`` rank 2 and the Swin
        table, at Swin's M = 7 (52 vs 169: 3.25x) and at the model's window (M = 4);
     3. transfer error on the trained bias, 2x finer grid: ``max_d |k'(2d) - k(d)|`` over the learned offsets for
@@ -54,22 +55,27 @@ def demo_vision(seed: int, *, budget_s: float = 5.0, max_epochs: int = 40) -> li
         {"params": [p for n, p in named if p.ndim > 1 and n not in skip and ".attn.bias." not in n]},
         {"params": [p for n, p in named if p.ndim <= 1 or n in skip or ".attn.bias." in n], "weight_decay": 0.0},
     ], lr=3e-3, weight_decay=0.05)
+    if not isinstance(epochs, int) or epochs < 1:
+        raise ValueError(f"epochs must be a positive int, got {epochs!r}")
     t0 = time.perf_counter()
-    epochs = 0
+    done = 0
+    steps_per_epoch = -(-len(Xtr) // 32)
+    total, step = epochs * steps_per_epoch, 0
     model.train()
-    while time.perf_counter() - t0 < budget_s and epochs < max_epochs:
-        lr = 3e-3 * 0.5 * (1 + math.cos(math.pi * min(1.0, (time.perf_counter() - t0) / budget_s)))
-        for g in opt.param_groups:
-            g["lr"] = lr
+    while done < epochs and time.perf_counter() - t0 < budget_s:
         perm = torch.randperm(len(Xtr), generator=gen)
         for i in range(0, len(Xtr), 32):
+            for g in opt.param_groups:
+                g["lr"] = 3e-3 * 0.5 * (1 + math.cos(math.pi * step / total))
             idx = perm[i:i + 32]
             loss = F.cross_entropy(model(Xtr[idx]), ytr[idx], label_smoothing=0.1)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
-        epochs += 1
+            step += 1
+        done += 1
     train_s = time.perf_counter() - t0
+    cut = "" if done == epochs else f", stopped by the {budget_s:g} s cap"
     model.eval()
     with torch.no_grad():
         acc = float((model(Xte).argmax(1) == yte).float().mean())
@@ -101,7 +107,8 @@ def demo_vision(seed: int, *, budget_s: float = 5.0, max_epochs: int = 40) -> li
         {"task": "vision", "backend": "torch",
          "result": f"acc {acc:.2f}",
          "detail": f"DDRViT-tiny (freq bias, {sum(p.numel() for p in model.parameters())} params) on digits "
-                   f"8x8/patch 2 = 4x4 tokens ({len(Xtr)} train / {len(Xte)} test, {epochs} epochs, {train_s:.1f} s): "
+                   f"8x8/patch 2 = 4x4 tokens ({len(Xtr)} train / {len(Xte)} test, {done} epochs{cut}, "
+                   f"{train_s:.1f} s): "
                    f"test accuracy {acc:.3f}; gates spectral/attention per block {gates}"},
         {"task": "vision bias params", "backend": "-",
          "result": f"{sep7} vs {swin7} ({swin7 / sep7:.2f}x)",
