@@ -90,12 +90,14 @@ BIAS_ARGS = {"freq-herm": dict(bias="freq"),
              "swin": dict(bias="swin"), "none": dict(bias=None)}
 
 
-def build(kind: str, seed: int, **geom) -> DDRViT:
-    """DDRViT.tiny with the bias ``kind`` and no absolute position embedding; the seed fixes the initialisation."""
+def build(kind: str, seed: int, branch: str = "both", **geom) -> DDRViT:
+    """DDRViT.tiny with the bias ``kind`` and no absolute position embedding; the seed fixes the initialisation.
+    ``branch="attention"`` drops the spectral mixer (an attention-only ViT: the bias is then its only source of
+    token position)."""
     if kind not in BIASES:
         raise ValueError(f"unknown bias {kind!r}; available: {', '.join(BIASES)}")
     torch.manual_seed(seed)
-    return DDRViT.tiny(pos_embed=POS_EMBED, **BIAS_ARGS[kind], **geom)
+    return DDRViT.tiny(pos_embed=POS_EMBED, branch=branch, **BIAS_ARGS[kind], **geom)
 
 
 def bias_params(model: DDRViT) -> int:
@@ -243,6 +245,8 @@ def transfer_model(model: DDRViT, method: str, protocol: str, factor: int = 2) -
     if protocol == "zoom":
         sd["patch_embed.weight"] = sum_pool_patch(sd["patch_embed.weight"], factor)
     for i, blk in enumerate(model.blocks):
+        if blk.spectral is None:  # attention-only ablation
+            continue
         sd[f"blocks.{i}.spectral.complex_weight"] = transfer_filter(blk.spectral.complex_weight, blk.grid, method,
                                                                     factor)
     missing, unexpected = new.load_state_dict(sd, strict=False)
@@ -278,7 +282,7 @@ def load(name: str, cfg: dict):
     return out
 
 
-def run(cfg: dict, seeds, log) -> dict:
+def run(cfg: dict, seeds, log, branch: str = "both") -> dict:
     res = {"acc": {}, "epoch_s": {}, "train_s": {}, "params": {}, "bias_params": {}, "bias_per_head": {},
            "gates": {}, "transfer": {}, "n": {}}
     for ds in DATASETS:
@@ -290,7 +294,7 @@ def run(cfg: dict, seeds, log) -> dict:
             key = f"{ds}/{kind}"
             res["acc"][key], res["epoch_s"][key], res["train_s"][key], res["gates"][key] = [], [], [], []
             for seed in seeds:
-                model = build(kind, seed, **geom)
+                model = build(kind, seed, branch, **geom)
                 times = train(model, Xtr, ytr, cfg["epochs"][ds], seed)
                 acc = accuracy(model, Xte, yte)
                 res["acc"][key].append(acc)
@@ -404,6 +408,8 @@ def main(argv=None) -> str:
     ap.add_argument("--out", type=Path, default=None, help="write JSON here and the gate plot next to it (.png)")
     ap.add_argument("--threads", type=int, default=2, help="torch.set_num_threads")
     ap.add_argument("--quiet", action="store_true", help="no per-run progress lines")
+    ap.add_argument("--branch", choices=("both", "attention"), default="both",
+                    help="DDR blocks (both branches, default) or the attention-only ablation (no spectral mixer)")
     args = ap.parse_args(argv)
     name = "full" if args.full else "smoke" if args.smoke else "quick"
     n_seeds = args.seeds if args.seeds is not None else (3 if name == "full" else 1)
@@ -418,7 +424,7 @@ def main(argv=None) -> str:
             print(msg, file=sys.stderr, flush=True)
 
     t0 = time.perf_counter()
-    res = run(cfg, seeds, log)
+    res = run(cfg, seeds, log, args.branch)
     wall = time.perf_counter() - t0
     cmd = "python bench/vision/eval_freqbias.py " + " ".join(sys.argv[1:] if argv is None else argv)
     est = ""
@@ -428,7 +434,8 @@ def main(argv=None) -> str:
         n_full = {"mnist5k": 4000, "digits": 1438}
         train_s = sum(per[ds] * n_full[ds] / res["n"][ds][0] * full["epochs"][ds] * len(BIASES) for ds in DATASETS)
         est = f"; estimated full mode (3 seeds, same threads): {3 * train_s / 60:.1f} min of training + transfer evals"
-    header = [f"## Frequency-domain RelPos bias in DDRViT ({name} mode, {len(seeds)} seed(s): mean ± std)", "",
+    what = "DDRViT" if args.branch == "both" else "attention-only DDRViT (spectral branch removed)"
+    header = [f"## Frequency-domain RelPos bias in {what} ({name} mode, {len(seeds)} seed(s): mean ± std)", "",
               f"Command: `{cmd.strip()}`  ",
               f"Date: {datetime.datetime.now().isoformat(timespec='seconds')}; torch {torch.__version__}; "
               f"{platform.machine()}, torch threads {args.threads}; wall time {wall:.0f} s{est}  ",
@@ -440,7 +447,7 @@ def main(argv=None) -> str:
     print(report, flush=True)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        payload = {"mode": name, "seeds": seeds, "wall_s": wall, "command": cmd.strip(), "torch": torch.__version__,
+        payload = {"mode": name, "branch": args.branch, "seeds": seeds, "wall_s": wall, "command": cmd.strip(), "torch": torch.__version__,
                    "recipe": dict(lr=LR, wd=WD, batch=BATCH, warmup=WARMUP, label_smoothing=SMOOTHING,
                                   epochs=cfg["epochs"]), **res}
         args.out.write_text(json.dumps(payload, indent=1, default=list))
