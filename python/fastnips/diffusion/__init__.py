@@ -1,4 +1,45 @@
-"""Few-step diffusion sampling: the Fast-Driver Sampler (FDS) and the samplers it competes with (paper 7).
+r"""Few-step diffusion sampling: the Fast-Driver Sampler (FDS) and the samplers it competes with (issue 6; paper 7 of
+papers/INDEX.md; shared/notes/tikhonov_freqbias_fds.md part C).
 
-Filled in as the submodules land: ``drivers``, ``samplers``, ``schedules``, ``targets``, ``metrics``, ``models``.
+* :mod:`~fastnips.diffusion.samplers`: k-diffusion-signature samplers ``sample_<name>(model, x, sigmas,
+  extra_args=None, callback=None, disable=None, ...)`` -- Euler (= DDIM eta 0), Heun (EDM Algorithm 1), EDM
+  stochastic (Algorithm 2), Euler ancestral (= DDIM eta > 0), DPM-Solver++(2M), DPM-Solver++(2M) SDE, and
+  :func:`sample_fds`, EDM's churn slot driven by a bounded fast driver (the choices the paper leaves open are in
+  the module docstring).
+* :mod:`~fastnips.diffusion.schedules`: Karras (EDM), exponential (uniform in log sigma), polyexponential, VP.
+* :mod:`~fastnips.diffusion.drivers`: ``Lorenz`` (shuffle "time" | "space" | "none"), ``Gaussian``,
+  ``Rademacher``, ``Uniform``; ``.stats()`` estimates Q (batch means, Green-Kubo) and C_chi; the RK4 integrator of
+  many Lorenz copies is native (C++; Triton for CUDA tensors) with a numpy reference.
+* :mod:`~fastnips.diffusion.targets`: exact-score targets ``GMM`` and ``KDE`` (the exact optimal denoiser of a
+  kernel density on digits / MNIST-5k), usable as k-diffusion models.
+* :mod:`~fastnips.diffusion.metrics`: sliced Wasserstein, MMD, mode TV, in-mode fraction, NLL, nearest-training
+  distance, and ``noise_floor`` (each metric on two exact sample sets).
+* :mod:`~fastnips.diffusion.models`: a small U-Net with EDM preconditioning and training; the shipped digits
+  denoiser ``load_digits_denoiser()``.
 """
+
+from __future__ import annotations
+
+from .drivers import Driver, Gaussian, Lorenz, Rademacher, Uniform, make_driver
+from .samplers import (
+    FDS_DEFAULT_GAMMA,
+    SAMPLERS,
+    get_ancestral_step,
+    sample_ddim,
+    sample_dpmpp_2m,
+    sample_dpmpp_2m_sde,
+    sample_edm,
+    sample_euler,
+    sample_euler_ancestral,
+    sample_fds,
+    sample_heun,
+)
+from .schedules import edm_sigmas, get_sigmas_exponential, get_sigmas_karras, get_sigmas_polyexponential, get_sigmas_vp
+from .targets import GMM, KDE
+
+__all__ = [
+    "FDS_DEFAULT_GAMMA", "GMM", "KDE", "SAMPLERS", "Driver", "Gaussian", "Lorenz", "Rademacher", "Uniform",
+    "edm_sigmas", "get_ancestral_step", "get_sigmas_exponential", "get_sigmas_karras", "get_sigmas_polyexponential",
+    "get_sigmas_vp", "make_driver", "sample_ddim", "sample_dpmpp_2m", "sample_dpmpp_2m_sde", "sample_edm",
+    "sample_euler", "sample_euler_ancestral", "sample_fds", "sample_heun",
+]
