@@ -41,6 +41,10 @@ def test_demo_runs_and_agrees():
     assert re.search(r"^vision bias params\s+-\s+52 vs 169 \(3\.25x\)", res.output, re.M) or "skipped" in res.output
     m = re.search(r"^vision transfer\s+-\s+(\S+) vs (\S+)", res.output, re.M)
     assert m is None or float(m.group(1)) < 1e-12 < float(m.group(2))
+    found = dict(re.findall(r"^(diffusion(?: fds euler| fds| heun| euler))\s{2,}.*?SW (\d+\.\d+) / TV", res.output,
+                            re.M))
+    assert set(found) == {"diffusion fds", "diffusion heun", "diffusion fds euler", "diffusion euler"}, res.output
+    assert float(found["diffusion fds euler"]) < 3.0  # the 25-mode grid spans 8; Heun collapses at this budget
 
 
 def test_htc_text_file(tmp_path):

@@ -198,9 +198,11 @@ def _optional_cuda() -> bool:
 @click.option("--seed", default=0, show_default=True)
 def demo(n: int, seed: int) -> None:
     """Run every implemented capability on embedded or generated data and print a results table."""
+    from .diffusion.demo import demo_diffusion
     from .vision.demo import demo_vision
 
-    rows = demo_spmm(n, seed) + demo_htc(seed) + demo_tikhonov(seed) + demo_prune(seed) + demo_vision(seed)
+    rows = (demo_spmm(n, seed) + demo_htc(seed) + demo_tikhonov(seed) + demo_prune(seed) + demo_vision(seed)
+            + demo_diffusion(seed))
     w_task = max(len(r["task"]) for r in rows)
     w_b = max(len(r["backend"]) for r in rows)
     w_r = max(len(r["result"]) for r in rows)

@@ -540,6 +540,22 @@ def _pool(k: int, dt_eff: float, burn_steps: int, size: int, seed: int, backend:
         np.ascontiguousarray(obs.T.reshape(-1)[:size])
 
 
+@lru_cache(maxsize=8)
+def _transformed_pool(steps_per_draw, dt_eff, burn_steps, buffer, seed, backend, device, normalize, clamp):
+    """(pool64, pool32, bound, variance) of the normalised / clamped pool, cached like the raw pool: building a
+    time-shuffled driver (a sampler call with ``driver="lorenz"``) then costs no pass over the pool."""
+    v64 = _transform(_pool(steps_per_draw, dt_eff, burn_steps, buffer, seed, backend, device), normalize, clamp)
+    if backend == "triton":
+        p64 = v64.contiguous()
+        p32 = v64.to(torch.float32).contiguous()
+        return p64, p32, max(float(p64.abs().max()), float(p32.abs().max())), float(p64.var(unbiased=False))
+    p64 = np.ascontiguousarray(v64)
+    p64.setflags(write=False)
+    p32 = p64.astype(np.float32)
+    p32.setflags(write=False)
+    return p64, p32, max(float(np.abs(p64).max()), float(np.abs(p32).max())), float(p64.var())
+
+
 class Lorenz(Driver):
     r"""The shuffled-Lorenz driver of the Fast-Driver Sampler: :math:`\xi_k = v(x(k\tau))` from Lorenz-63 copies.
 
@@ -619,19 +635,9 @@ class Lorenz(Driver):
 
     # -- construction
     def _build_pool(self) -> None:
-        raw = _pool(self.steps_per_draw, self.dt_eff, self._burn_steps, self.buffer, self.seed, self.backend,
-                    str(self._device))
-        v64 = _transform(raw, self.normalize, self.clamp)
-        if self.backend == "triton":
-            self._pool64 = v64.contiguous()
-            self._pool32 = v64.to(torch.float32).contiguous()
-            vmax = max(float(self._pool64.abs().max()), float(self._pool32.abs().max()))
-            var = float(self._pool64.var(unbiased=False))
-        else:
-            self._pool64 = np.ascontiguousarray(v64)
-            self._pool32 = self._pool64.astype(np.float32)
-            vmax = max(float(np.abs(self._pool64).max()), float(np.abs(self._pool32).max()))
-            var = float(self._pool64.var())
+        self._pool64, self._pool32, vmax, var = _transformed_pool(
+            self.steps_per_draw, self.dt_eff, self._burn_steps, self.buffer, self.seed, self.backend,
+            str(self._device), self.normalize, self.clamp)
         self._key = _key(self.seed, 2)
         self.bound = vmax
         self._Q = var  # i.i.d. picks from the pool: the long-run variance is the pool's variance
