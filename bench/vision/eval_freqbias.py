@@ -447,7 +447,8 @@ def main(argv=None) -> str:
     print(report, flush=True)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        payload = {"mode": name, "branch": args.branch, "seeds": seeds, "wall_s": wall, "command": cmd.strip(), "torch": torch.__version__,
+        payload = {"mode": name, "branch": args.branch, "seeds": seeds, "wall_s": wall, "command": cmd.strip(),
+                   "torch": torch.__version__,
                    "recipe": dict(lr=LR, wd=WD, batch=BATCH, warmup=WARMUP, label_smoothing=SMOOTHING,
                                   epochs=cfg["epochs"]), **res}
         args.out.write_text(json.dumps(payload, indent=1, default=list))

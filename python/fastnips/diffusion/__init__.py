@@ -20,6 +20,7 @@ papers/INDEX.md; shared/notes/tikhonov_freqbias_fds.md part C).
 
 from __future__ import annotations
 
+from . import drivers, metrics, models, samplers, schedules, targets
 from .drivers import Driver, Gaussian, Lorenz, Rademacher, Uniform, make_driver
 from .samplers import (
     FDS_DEFAULT_GAMMA,
@@ -38,8 +39,34 @@ from .schedules import edm_sigmas, get_sigmas_exponential, get_sigmas_karras, ge
 from .targets import GMM, KDE
 
 __all__ = [
-    "FDS_DEFAULT_GAMMA", "GMM", "KDE", "SAMPLERS", "Driver", "Gaussian", "Lorenz", "Rademacher", "Uniform",
-    "edm_sigmas", "get_ancestral_step", "get_sigmas_exponential", "get_sigmas_karras", "get_sigmas_polyexponential",
-    "get_sigmas_vp", "make_driver", "sample_ddim", "sample_dpmpp_2m", "sample_dpmpp_2m_sde", "sample_edm",
-    "sample_euler", "sample_euler_ancestral", "sample_fds", "sample_heun",
+    "FDS_DEFAULT_GAMMA",
+    "GMM",
+    "KDE",
+    "SAMPLERS",
+    "Driver",
+    "Gaussian",
+    "Lorenz",
+    "Rademacher",
+    "Uniform",
+    "drivers",
+    "edm_sigmas",
+    "get_ancestral_step",
+    "get_sigmas_exponential",
+    "get_sigmas_karras",
+    "get_sigmas_polyexponential",
+    "get_sigmas_vp",
+    "make_driver",
+    "metrics",
+    "models",
+    "sample_ddim",
+    "sample_dpmpp_2m",
+    "sample_dpmpp_2m_sde",
+    "sample_edm",
+    "sample_euler",
+    "sample_euler_ancestral",
+    "sample_fds",
+    "sample_heun",
+    "samplers",
+    "schedules",
+    "targets",
 ]
