@@ -773,7 +773,11 @@ def sample_fds(model, x, sigmas, extra_args=None, callback=None, disable=None, *
         Seed of a driver built from a name (ignored for an instance).
     gamma : float, optional
         Fixed churn per step, in :math:`[0, \sqrt2-1]`. Default :data:`FDS_DEFAULT_GAMMA` (0.2) when neither
-        ``gamma`` nor ``s_churn`` is given.
+        ``gamma`` nor ``s_churn`` is given. A fixed gamma is a few-step setting: every step then integrates the
+        ODE from :math:`1.2\sigma_i` to :math:`\sigma_{i+1}`, an :math:`O(\gamma\sigma)` step that does not
+        shrink as the step count grows, so the sampler does **not** converge to the target as NFE -> inf
+        (tests/diffusion/test_convergence.py measures it). For many steps use ``s_churn`` (EDM's
+        :math:`\gamma = S_{\rm churn}/N`), which converges.
     s_churn : float, optional
         EDM's total churn instead of ``gamma`` (:math:`\gamma = \min(S_{\rm churn}/N, \sqrt2-1)`); not both.
     s_tmin, s_tmax : float
