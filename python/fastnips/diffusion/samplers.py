@@ -212,7 +212,12 @@ def get_ancestral_step(sigma_from, sigma_to, eta: float = 1.0) -> tuple[float, f
 
 def default_noise_sampler(x: torch.Tensor, seed: int | None = None) -> NoiseSampler:
     """Standard-normal noise like ``x``: from a ``torch.Generator`` on ``x.device`` seeded with ``seed``, or
-    from torch's global generator when ``seed`` is None. The returned callable ignores its two sigmas."""
+    from torch's global generator when ``seed`` is None. The returned callable ignores its two sigmas.
+
+    Pitfall: if ``x`` itself was drawn as ``torch.randn(x.shape, generator=torch.Generator().manual_seed(seed))``
+    with the *same* seed, the first noise equals ``x / sigma_max`` exactly (so does the first draw of
+    ``drivers.Gaussian(x.shape, seed=seed)``): the first churn then rescales x instead of adding independent
+    noise. Seed the initial noise and the sampler from different seeds."""
     if seed is None:
         return lambda sigma, sigma_next: torch.randn_like(x)
     gen = torch.Generator(device=x.device)
