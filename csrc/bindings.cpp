@@ -585,26 +585,19 @@ py::array diffusion_pool_draw(const py::array& pool, uint64_t key, uint64_t coun
   if (p < 1 || p > (int64_t(1) << 32))
     throw py::value_error("pool must hold between 1 and 2^32 values, got " + std::to_string(p));
   if (n < 0) throw py::value_error("n must be >= 0, got " + std::to_string(n));
-  if (is_dtype<float>(pool)) {
-    py::array_t<float> out(n);
-    const float* src = static_cast<const float*>(pool.data());
-    float* dst = out.mutable_data();
+  auto draw = [&](auto zero) -> py::array {
+    using T = decltype(zero);
+    py::array_t<T> out(n);
+    const T* src = static_cast<const T*>(pool.data());
+    T* dst = out.mutable_data();
     {
       py::gil_scoped_release release;
       fd::pool_draw(src, p, key, counter0, n, dst, n_threads);
     }
-    return out;
-  }
-  if (is_dtype<double>(pool)) {
-    py::array_t<double> out(n);
-    const double* src = static_cast<const double*>(pool.data());
-    double* dst = out.mutable_data();
-    {
-      py::gil_scoped_release release;
-      fd::pool_draw(src, p, key, counter0, n, dst, n_threads);
-    }
-    return out;
-  }
+    return std::move(out);
+  };
+  if (is_dtype<float>(pool)) return draw(0.0f);
+  if (is_dtype<double>(pool)) return draw(0.0);
   throw py::type_error("pool must be float32 or float64");
 }
 

@@ -94,6 +94,15 @@ def _bias_index(rows, cols, MW, GH, GW, SHIFT_H, SHIFT_W, FAST: tl.constexpr):
 
 
 @triton.jit
+def _tile(base, idx, offs_d, s_n, s_d, ok, d_ok, UPCAST: tl.constexpr):
+    """The (len(idx), BLOCK_D) tile ``base[idx * s_n + d * s_d]`` (0 outside), float32 when ``UPCAST``."""
+    t = tl.load(base + idx[:, None] * s_n + offs_d[None, :] * s_d, mask=ok[:, None] & d_ok[None, :], other=0.0)
+    if UPCAST:
+        t = t.to(tl.float32)
+    return t
+
+
+@triton.jit
 def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, tab_ptr, o_ptr, lse_ptr, qk_scale,
                      H, N, D, MW, GH, GW, SHIFT_H, SHIFT_W,
                      s_qb, s_qh, s_qn, s_qd, s_kb, s_kh, s_kn, s_kd, s_vb, s_vh, s_vn, s_vd, s_th,
@@ -112,10 +121,7 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, tab_ptr, o_ptr, lse_ptr, qk_scale,
     offs_d = tl.arange(0, BLOCK_D)
     r_ok = rows < N
     d_ok = offs_d < D
-    q = tl.load(q_base + rows[:, None] * s_qn + offs_d[None, :] * s_qd, mask=r_ok[:, None] & d_ok[None, :],
-                other=0.0)
-    if UPCAST:
-        q = q.to(tl.float32)
+    q = _tile(q_base, rows, offs_d, s_qn, s_qd, r_ok, d_ok, UPCAST)
 
     m_i = tl.full((BLOCK_M,), float("-inf"), dtype=tl.float32)
     l_i = tl.zeros((BLOCK_M,), dtype=tl.float32)
@@ -125,11 +131,9 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, tab_ptr, o_ptr, lse_ptr, qk_scale,
         c_ok = cols < N
         kt = tl.load(k_base + cols[None, :] * s_kn + offs_d[:, None] * s_kd, mask=c_ok[None, :] & d_ok[:, None],
                      other=0.0)  # (BLOCK_D, BLOCK_N) of K^T
-        v = tl.load(v_base + cols[:, None] * s_vn + offs_d[None, :] * s_vd, mask=c_ok[:, None] & d_ok[None, :],
-                    other=0.0)  # (BLOCK_N, BLOCK_D)
+        v = _tile(v_base, cols, offs_d, s_vn, s_vd, c_ok, d_ok, UPCAST)  # (BLOCK_N, BLOCK_D)
         if UPCAST:
             kt = kt.to(tl.float32)
-            v = v.to(tl.float32)
         ok = r_ok[:, None] & c_ok[None, :]
         bias = _bias_tile(tab, rows, cols, ok, MW, GH, GW, SHIFT_H, SHIFT_W, FAST)
         # logits in base 2: (q k^T * scale + bias) * log2(e)
@@ -148,15 +152,6 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, tab_ptr, o_ptr, lse_ptr, qk_scale,
              mask=r_ok[:, None] & d_ok[None, :])
     lse = (m_i + tl.log2(l_safe)) * 0.6931471805599453
     tl.store(lse_ptr + bh.to(tl.int64) * N + rows, lse, mask=r_ok)
-
-
-@triton.jit
-def _tile(base, idx, offs_d, s_n, s_d, ok, d_ok, UPCAST: tl.constexpr):
-    """The (len(idx), BLOCK_D) tile ``base[idx * s_n + d * s_d]`` (0 outside), float32 when ``UPCAST``."""
-    t = tl.load(base + idx[:, None] * s_n + offs_d[None, :] * s_d, mask=ok[:, None] & d_ok[None, :], other=0.0)
-    if UPCAST:
-        t = t.to(tl.float32)
-    return t
 
 
 @triton.jit

@@ -28,6 +28,12 @@ import triton.language as tl
 
 
 @triton.jit
+def _lorenz_field(x, y, z, sigma, rho, beta):
+    """The Lorenz-63 vector field (sigma (y - x), x (rho - z) - y, x y - beta z)."""
+    return sigma * (y - x), x * (rho - z) - y, x * y - beta * z
+
+
+@triton.jit
 def _rk4_kernel(state_ptr, obs_ptr, par_ptr, D, N_REC, REC_EVERY, RECORD: tl.constexpr, BLOCK: tl.constexpr):
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     ok = offs < D
@@ -43,27 +49,10 @@ def _rk4_kernel(state_ptr, obs_ptr, par_ptr, D, N_REC, REC_EVERY, RECORD: tl.con
     optr = obs_ptr + offs  # advanced by one row (D values) per record: 64-bit pointer arithmetic
     for _r in range(N_REC):
         for _s in range(REC_EVERY):
-            ax = sigma * (y - x)
-            ay = x * (rho - z) - y
-            az = x * y - beta * z
-            x1 = x + h2 * ax
-            y1 = y + h2 * ay
-            z1 = z + h2 * az
-            bx = sigma * (y1 - x1)
-            by = x1 * (rho - z1) - y1
-            bz = x1 * y1 - beta * z1
-            x2 = x + h2 * bx
-            y2 = y + h2 * by
-            z2 = z + h2 * bz
-            cx = sigma * (y2 - x2)
-            cy = x2 * (rho - z2) - y2
-            cz = x2 * y2 - beta * z2
-            x3 = x + dt * cx
-            y3 = y + dt * cy
-            z3 = z + dt * cz
-            ex = sigma * (y3 - x3)
-            ey = x3 * (rho - z3) - y3
-            ez = x3 * y3 - beta * z3
+            ax, ay, az = _lorenz_field(x, y, z, sigma, rho, beta)
+            bx, by, bz = _lorenz_field(x + h2 * ax, y + h2 * ay, z + h2 * az, sigma, rho, beta)
+            cx, cy, cz = _lorenz_field(x + h2 * bx, y + h2 * by, z + h2 * bz, sigma, rho, beta)
+            ex, ey, ez = _lorenz_field(x + dt * cx, y + dt * cy, z + dt * cz, sigma, rho, beta)
             x = x + h6 * (ax + 2.0 * bx + 2.0 * cx + ex)
             y = y + h6 * (ay + 2.0 * by + 2.0 * cy + ey)
             z = z + h6 * (az + 2.0 * bz + 2.0 * cz + ez)

@@ -465,7 +465,9 @@ class _TorchIID(Driver):
         return type(self)(shape, seed=self.seed)
 
     def _one(self, dtype: torch.dtype) -> torch.Tensor:
-        raise NotImplementedError
+        """One value of the stream, shape ``self.shape``: each i.i.d. driver (Gaussian, Rademacher, Uniform)
+        defines it."""
+        raise NotImplementedError(f"{type(self).__name__} must define _one(dtype)")
 
     def _draw(self, n: int, dtype: torch.dtype) -> torch.Tensor:
         if n == 0:
