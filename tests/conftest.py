@@ -1,11 +1,11 @@
 """Shared fixtures. TRITON_INTERPRET is set before anything can define a Triton kernel: @triton.jit reads
-it at decoration time, so Triton kernels run on CPU tensors here (slowly; keep those tests small)."""
+it at decoration time, so Triton kernels run on CPU tensors here (slowly; keep those tests small).
+
+Helpers (the backend parametrisation, shared builders) live in tests/helpers.py."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
-from pathlib import Path
 
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
@@ -13,15 +13,11 @@ import pytest
 
 from fastnips import _backend
 
+from .helpers import backend_fixture, load_bench_script  # noqa: F401  (load_bench_script: old import path)
 
-@pytest.fixture(params=_backend.BACKENDS)
-def backend(request):
-    """Every backend; those that cannot run here skip with the reason."""
-    name = request.param
-    why = _backend.why_unavailable(name)
-    if why:
-        pytest.skip(f"backend {name!r} not available: {why}")
-    return name
+# Every backend; those that cannot run here skip with the reason. Folders and modules whose ops implement
+# fewer backends override it with backend_fixture(<their backends>).
+backend = backend_fixture()
 
 
 @pytest.fixture
@@ -30,12 +26,3 @@ def fresh_backends():
     _backend.refresh()
     yield
     _backend.refresh()
-
-
-def load_bench_script(relpath: str):
-    """A script of bench/ (e.g. "graph/eval_tikhonov.py") as a module, for tests of its helpers."""
-    path = Path(__file__).resolve().parents[1] / "bench" / relpath
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod

@@ -1,4 +1,4 @@
-"""Backend dispatch: every hot op of fastnips picks one of ``reference | cpp | triton | cuda | cupy``.
+"""Backend dispatch: every hot op of fastnips picks one of ``reference | cpp | triton | cuda | cupy | flex``.
 
 * ``reference`` -- readable numpy/scipy/torch code beside each public function; the oracle in tests and
   the fallback everywhere.
@@ -7,6 +7,13 @@
   ``TRITON_INTERPRET=1`` (slow; meant for testing).
 * ``cuda`` -- ``.cu`` kernels compiled into ``fastnips._C``; offered only when a device is usable *now*.
 * ``cupy`` -- cupy on a CUDA device.
+* ``flex`` -- ``torch.nn.attention.flex_attention`` (CPU and CUDA tensors; opt-in, never chosen by ``auto``).
+
+:func:`resolve` is the one place where ``backend="auto"`` is decided, for host arrays and device tensors
+alike: an op names the backends it implements and (with ``like=``) an input, and gets the first available
+backend in the order ``cuda, triton, cupy, cpp, reference`` that runs where that input lives. Ops with
+extra conditions (a dtype a kernel lacks, a backward a backend lacks) pass ``check=``; ops with an unusual
+preference pass ``auto=``.
 
 Availability is probed at run time, never taken from a compile flag: a module built with CUDA on a
 machine without a GPU does not offer ``cuda``. Kill switches ``FASTNIPS_DISABLE_{CPP,TRITON,CUDA,CUPY}``
@@ -16,12 +23,18 @@ remove a backend (``reference`` cannot be removed). Probes are cached; :func:`re
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache
 
 from . import _optional
 
-BACKENDS = ("reference", "cpp", "triton", "cuda", "cupy")
+BACKENDS = ("reference", "cpp", "triton", "cuda", "cupy", "flex")
+
+# Where each backend computes; ``auto`` only picks a backend that runs where the inputs live.
+_RUNS_ON = {"reference": ("host", "cuda", "cupy"), "cpp": ("host",), "triton": ("cuda",), "cuda": ("cuda",),
+            "cupy": ("cupy",), "flex": ("host", "cuda")}
+# The preference of ``auto`` (fastest first); flex is opt-in.
+AUTO_ORDER = ("cuda", "triton", "cupy", "cpp", "reference")
 
 
 @cache
@@ -81,6 +94,14 @@ def _probe(name: str) -> tuple[bool, str]:
         if _optional.cupy_or_none() is None:
             return False, "cupy is not installed or no CUDA device is usable"
         return True, ""
+    if name == "flex":
+        if _optional.torch_or_none() is None:
+            return False, "the flex backend takes torch tensors and torch is not installed"
+        try:
+            from torch.nn.attention import flex_attention  # noqa: F401
+        except ImportError as exc:
+            return False, f"torch.nn.attention.flex_attention cannot be imported ({exc})"
+        return True, ""
     raise ValueError(f"unknown backend {name!r}; known backends: {', '.join(BACKENDS)}")
 
 
@@ -104,7 +125,19 @@ def refresh() -> None:
         f.cache_clear()
 
 
-def resolve(backend: str, *, op: str, supported: Sequence[str], auto: Sequence[str]) -> str:
+def location(x) -> str:
+    """Where ``x`` lives for dispatch: ``"cuda"`` (a CUDA torch tensor or device), ``"cupy"`` (a cupy array)
+    or ``"host"`` (numpy, scipy, Python values, CPU tensors, None)."""
+    if isinstance(x, str):
+        return "cuda" if x.startswith("cuda") else "host"
+    if type(x).__module__.split(".")[0] == "cupy":
+        return "cupy"
+    kind = getattr(getattr(x, "device", x), "type", None)  # a torch tensor's device, or a torch.device
+    return "cuda" if kind == "cuda" else "host"
+
+
+def resolve(backend: str, *, op: str, supported: Sequence[str], like=None, auto: Sequence[str] | None = None,
+            check: Callable[[str], str] | None = None) -> str:
     """Turn a user's ``backend=`` into a concrete, available backend.
 
     Parameters
@@ -115,9 +148,14 @@ def resolve(backend: str, *, op: str, supported: Sequence[str], auto: Sequence[s
         Name of the operation, for error messages.
     supported : sequence of str
         Backends this op implements.
-    auto : sequence of str
-        Preference order for ``"auto"`` given the inputs (e.g. ``("cpp", "reference")`` for CPU arrays);
-        the first available one is taken.
+    like : array, tensor, torch.device or str, optional
+        An input of the op: ``auto`` takes only backends that run where it lives (:func:`location`).
+    auto : sequence of str, optional
+        Preference order for ``"auto"``; default :data:`AUTO_ORDER` restricted to ``supported`` and to the
+        backends that run where ``like`` lives.
+    check : callable, optional
+        ``check(name)`` returns why this op cannot use backend ``name`` for these inputs ("" when it can),
+        e.g. a dtype a kernel lacks; ``auto`` skips such backends and an explicit request raises the reason.
 
     Raises
     ------
@@ -128,8 +166,11 @@ def resolve(backend: str, *, op: str, supported: Sequence[str], auto: Sequence[s
     if not isinstance(backend, str):
         raise TypeError(f"backend must be a string, got {type(backend).__name__}")
     if backend == "auto":
+        if auto is None:
+            where = location(like)
+            auto = [b for b in AUTO_ORDER if b in supported and where in _RUNS_ON[b]]
         for b in auto:
-            if b in supported and backend_available(b):
+            if b in supported and backend_available(b) and not (check and check(b)):
                 return b
         raise ValueError(f"{op}: no backend available for these inputs among {list(auto)}")
     if backend not in BACKENDS:
@@ -137,7 +178,10 @@ def resolve(backend: str, *, op: str, supported: Sequence[str], auto: Sequence[s
     if backend not in supported:
         raise ValueError(f"{op} has no {backend!r} backend; it has {', '.join(supported)}")
     ok, why = _probe(backend)
+    if ok and check is not None:
+        why = check(backend)
+        ok = not why
     if not ok:
-        here = [b for b in supported if backend_available(b)]
+        here = [b for b in supported if backend_available(b) and not (check and check(b))]
         raise ValueError(f"backend {backend!r} is not available here: {why}. Available for {op}: {here}")
     return backend

@@ -35,7 +35,7 @@ import numpy as np
 from .. import _backend, _optional
 from .reference import spmm_reference
 
-_SUPPORTED = ("reference", "cpp", "triton", "cuda", "cupy")
+SPMM_BACKENDS = ("reference", "cpp", "triton", "cuda", "cupy")
 
 
 @dataclass
@@ -115,13 +115,7 @@ def spmm(*args, n_cols: int | None = None, backend: str = "auto", check_finite: 
     if not isinstance(n_threads, int | np.integer) or n_threads < 0:
         raise ValueError(f"n_threads must be a non-negative int, got {n_threads!r}")
 
-    if csr.kind == "torch" and csr.device.type == "cuda":
-        auto = ("cuda", "triton", "reference")
-    elif csr.kind == "cupy":
-        auto = ("cupy", "reference")
-    else:
-        auto = ("cpp", "reference")
-    b = _backend.resolve(backend, op="spmm", supported=_SUPPORTED, auto=auto)
+    b = _backend.resolve(backend, op="spmm", supported=SPMM_BACKENDS, like=csr.X)
     if check_finite:
         _check_finite(csr)
 
