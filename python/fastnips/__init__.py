@@ -12,24 +12,26 @@ triton load on first use.
 
 from __future__ import annotations
 
-import importlib
-import platform
-import sys
+import importlib as _importlib
 
 from ._backend import BACKENDS, available_backends
 from ._optional import version_of
 
 __version__ = "0.1.0"
 
-__all__ = ["BACKENDS", "__version__", "available_backends", "build_info", "causal", "graph", "ops", "prune", "vision"]
+_SUBPACKAGES = ("ops", "causal", "graph", "prune", "vision", "diffusion", "data")
 
-_SUBPACKAGES = {"ops", "causal", "graph", "prune", "vision"}
+__all__ = ["BACKENDS", "__version__", "available_backends", "build_info", *_SUBPACKAGES]
 
 
 def __getattr__(name: str):
     if name in _SUBPACKAGES:  # lazy: `fastnips.ops` imports fastnips.ops on first touch
-        return importlib.import_module(f"{__name__}.{name}")
+        return _importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'fastnips' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
 
 
 def build_info() -> dict:
@@ -41,6 +43,9 @@ def build_info() -> dict:
     ``scipy``, ``torch``, ``triton`` and ``cupy`` (None when absent; read from package metadata, so
     nothing heavy is imported) and ``backends`` (:func:`available_backends`).
     """
+    import platform
+    import sys
+
     from . import _backend
 
     info: dict = {
