@@ -22,7 +22,7 @@ written once. The log-sum-exp of every row is stored as well (float32, natural l
 
 **Precision.** Logits, bias, softmax and the accumulator are float32. float32 inputs use
 ``input_precision="ieee"`` (no TF32). Under the CPU interpreter (``TRITON_INTERPRET=1``) bfloat16/float16
-dots are wrong in triton 3.7.1 (raw bits are multiplied; see :mod:`fastnips.kernels.prune`), so there the
+dots are wrong in triton 3.7.1 (the raw bits are multiplied), so there the
 operands are upcast to float32 first; on a GPU q k^T and P V run on the native bf16/fp16 tensor-core path
 (P rounded to the value dtype, as FlashAttention does).
 
@@ -103,19 +103,25 @@ def _tile(base, idx, offs_d, s_n, s_d, ok, d_ok, UPCAST: tl.constexpr):
 
 
 @triton.jit
+def _program(H, q_ptr, k_ptr, v_ptr, tab_ptr, s_qb, s_qh, s_kb, s_kh, s_vb, s_vh, s_th):
+    """This program's (batch, head) (grid axis 1 = B * H): ``b, h, bh`` and the bases of q, k, v and the
+    head's table."""
+    bh = tl.program_id(1)
+    b = bh.to(tl.int64) // H
+    h = bh.to(tl.int64) % H
+    return (b, h, bh.to(tl.int64), q_ptr + b * s_qb + h * s_qh, k_ptr + b * s_kb + h * s_kh,
+            v_ptr + b * s_vb + h * s_vh, tab_ptr + h * s_th)
+
+
+@triton.jit
 def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, tab_ptr, o_ptr, lse_ptr, qk_scale,
                      H, N, D, MW, GH, GW, SHIFT_H, SHIFT_W,
                      s_qb, s_qh, s_qn, s_qd, s_kb, s_kh, s_kn, s_kd, s_vb, s_vh, s_vn, s_vd, s_th,
                      UPCAST: tl.constexpr, PREC: tl.constexpr, FAST: tl.constexpr,
                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
     pid_m = tl.program_id(0)
-    bh = tl.program_id(1)
-    b = bh // H
-    h = bh % H
-    q_base = q_ptr + b.to(tl.int64) * s_qb + h.to(tl.int64) * s_qh
-    k_base = k_ptr + b.to(tl.int64) * s_kb + h.to(tl.int64) * s_kh
-    v_base = v_ptr + b.to(tl.int64) * s_vb + h.to(tl.int64) * s_vh
-    tab = tab_ptr + h.to(tl.int64) * s_th
+    _, _, bh, q_base, k_base, v_base, tab = _program(H, q_ptr, k_ptr, v_ptr, tab_ptr, s_qb, s_qh, s_kb, s_kh,
+                                                     s_vb, s_vh, s_th)
 
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, BLOCK_D)
@@ -147,11 +153,11 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, tab_ptr, o_ptr, lse_ptr, qk_scale,
         m_i = m_new
     l_safe = tl.where(r_ok, l_i, 1.0)
     out = acc / l_safe[:, None]
-    o_base = o_ptr + bh.to(tl.int64) * N * D
+    o_base = o_ptr + bh * N * D
     tl.store(o_base + rows[:, None] * D + offs_d[None, :], out.to(o_ptr.dtype.element_ty),
              mask=r_ok[:, None] & d_ok[None, :])
     lse = (m_i + tl.log2(l_safe)) * 0.6931471805599453
-    tl.store(lse_ptr + bh.to(tl.int64) * N + rows, lse, mask=r_ok)
+    tl.store(lse_ptr + bh * N + rows, lse, mask=r_ok)
 
 
 @triton.jit
@@ -167,6 +173,17 @@ def _probs_ds(q, k, v, do, lse2, delta, tab, rows, cols, ok, qk_scale, MW, GH, G
 
 
 @triton.jit
+def _query_rows(q_base, do_base, lse_base, delta_base, rows, r_ok, offs_d, d_ok, s_qn, s_qd, s_on, s_od,
+                UPCAST: tl.constexpr):
+    """What the backward needs of a block of query rows: q, dO, the base-2 log-sum-exp and delta."""
+    q = _tile(q_base, rows, offs_d, s_qn, s_qd, r_ok, d_ok, UPCAST)
+    do = _tile(do_base, rows, offs_d, s_on, s_od, r_ok, d_ok, UPCAST)
+    lse2 = tl.load(lse_base + rows, mask=r_ok, other=0.0) * 1.4426950408889634
+    delta = tl.load(delta_base + rows, mask=r_ok, other=0.0)
+    return q, do, lse2, delta
+
+
+@triton.jit
 def _attn_bwd_kernel(q_ptr, k_ptr, v_ptr, tab_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr, dk_ptr, dv_ptr, dtab_ptr,
                      qk_scale, scale, H, N, D, MW, GH, GW, SHIFT_H, SHIFT_W,
                      s_qb, s_qh, s_qn, s_qd, s_kb, s_kh, s_kn, s_kd, s_vb, s_vh, s_vn, s_vd,
@@ -175,19 +192,14 @@ def _attn_bwd_kernel(q_ptr, k_ptr, v_ptr, tab_ptr, do_ptr, lse_ptr, delta_ptr, d
                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
     """``KEYS``: one program per BLOCK_N keys -> dK, dV and the table gradient; else per BLOCK_M queries -> dQ."""
     pid = tl.program_id(0)
-    bh = tl.program_id(1)
-    b = bh // H
-    h = bh % H
-    q_base = q_ptr + b.to(tl.int64) * s_qb + h.to(tl.int64) * s_qh
-    k_base = k_ptr + b.to(tl.int64) * s_kb + h.to(tl.int64) * s_kh
-    v_base = v_ptr + b.to(tl.int64) * s_vb + h.to(tl.int64) * s_vh
-    do_base = do_ptr + b.to(tl.int64) * s_ob + h.to(tl.int64) * s_oh
-    row_base = bh.to(tl.int64) * N
-    tab = tab_ptr + h.to(tl.int64) * s_th
+    b, h, bh, q_base, k_base, v_base, tab = _program(H, q_ptr, k_ptr, v_ptr, tab_ptr, s_qb, s_qh, s_kb, s_kh,
+                                                     s_vb, s_vh, s_th)
+    do_base = do_ptr + b * s_ob + h * s_oh
+    row_base = bh * N
     offs_d = tl.arange(0, BLOCK_D)
     d_ok = offs_d < D
     if KEYS:
-        dtab = dtab_ptr + h.to(tl.int64) * s_th
+        dtab = dtab_ptr + h * s_th
         cols = pid * BLOCK_N + tl.arange(0, BLOCK_N)
         c_ok = cols < N
         k = _tile(k_base, cols, offs_d, s_kn, s_kd, c_ok, d_ok, UPCAST)
@@ -197,10 +209,8 @@ def _attn_bwd_kernel(q_ptr, k_ptr, v_ptr, tab_ptr, do_ptr, lse_ptr, delta_ptr, d
         for m0 in range(0, N, BLOCK_M):
             rows = m0 + tl.arange(0, BLOCK_M)
             r_ok = rows < N
-            q = _tile(q_base, rows, offs_d, s_qn, s_qd, r_ok, d_ok, UPCAST)
-            do = _tile(do_base, rows, offs_d, s_on, s_od, r_ok, d_ok, UPCAST)
-            lse2 = tl.load(lse_ptr + row_base + rows, mask=r_ok, other=0.0) * 1.4426950408889634
-            delta = tl.load(delta_ptr + row_base + rows, mask=r_ok, other=0.0)
+            q, do, lse2, delta = _query_rows(q_base, do_base, lse_ptr + row_base, delta_ptr + row_base, rows, r_ok,
+                                             offs_d, d_ok, s_qn, s_qd, s_on, s_od, UPCAST)
             ok = r_ok[:, None] & c_ok[None, :]
             p, ds, idx = _probs_ds(q, k, v, do, lse2, delta, tab, rows, cols, ok, qk_scale, MW, GH, GW,
                                    SHIFT_H, SHIFT_W, FAST, PREC)
@@ -214,10 +224,8 @@ def _attn_bwd_kernel(q_ptr, k_ptr, v_ptr, tab_ptr, do_ptr, lse_ptr, delta_ptr, d
     else:
         rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
         r_ok = rows < N
-        q = _tile(q_base, rows, offs_d, s_qn, s_qd, r_ok, d_ok, UPCAST)
-        do = _tile(do_base, rows, offs_d, s_on, s_od, r_ok, d_ok, UPCAST)
-        lse2 = tl.load(lse_ptr + row_base + rows, mask=r_ok, other=0.0) * 1.4426950408889634
-        delta = tl.load(delta_ptr + row_base + rows, mask=r_ok, other=0.0)
+        q, do, lse2, delta = _query_rows(q_base, do_base, lse_ptr + row_base, delta_ptr + row_base, rows, r_ok,
+                                         offs_d, d_ok, s_qn, s_qd, s_on, s_od, UPCAST)
         dq = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
         for n0 in range(0, N, BLOCK_N):
             cols = n0 + tl.arange(0, BLOCK_N)
@@ -258,6 +266,27 @@ def _shift(o: int, g: int, m: int) -> int:
     return s
 
 
+def _geometry(table: torch.Tensor, window, offset) -> tuple[torch.Tensor, tuple[int, ...], bool]:
+    """The table as float32 (H, Gh*Gw), the kernels' index arguments ``(MW, GH, GW, SHIFT_H, SHIFT_W)`` and
+    ``FAST``.
+
+    shift = offset mod G plus the least multiple of G that keeps (d + shift) >= 0 for |d| <= M - 1; when also
+    d + shift < 2G for every offset (always for the alias-free, circular and Swin grids) one compare wraps.
+    """
+    H, gh, gw = (int(n) for n in table.shape)
+    mh, mw = (int(window[0]), int(window[1]))
+    sh, sw = (_shift(int(o), g, m) for o, g, m in ((offset[0], gh, mh), (offset[1], gw, mw)))
+    fast = sh + mh - 1 < 2 * gh and sw + mw - 1 < 2 * gw
+    tab = table.detach().to(torch.float32).reshape(H, gh * gw).contiguous()
+    return tab, (mw, gh, gw, sh, sw), fast
+
+
+def _precision(dtype: torch.dtype) -> tuple[bool, str]:
+    """(UPCAST, PREC): upcast half inputs to float32 under the interpreter; IEEE dots for float32 inputs."""
+    upcast = _interpreted() and dtype != torch.float32
+    return upcast, "ieee" if dtype == torch.float32 or upcast else "tf32"
+
+
 def _check_device(device: torch.device) -> None:
     if device.type != "cuda" and not (device.type == "cpu" and _interpreted()):
         raise ValueError(f"Triton kernels run on CUDA tensors (or on CPU tensors under TRITON_INTERPRET=1); "
@@ -288,26 +317,17 @@ def attention_freqbias_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ta
     if q.dtype not in DTYPES:
         raise ValueError(f"the Triton kernel takes float16, bfloat16 or float32, got {q.dtype}")
     B, H, N, D = q.shape
-    mh, mw = (int(window[0]), int(window[1]))
-    gh, gw = int(table.shape[1]), int(table.shape[2])
-    # shift = offset mod G plus the least multiple of G that keeps (d + shift) >= 0 for |d| <= M - 1; when also
-    # d + shift < 2G for every offset (always for the alias-free, circular and Swin grids) one compare wraps
-    sh, sw = (_shift(int(o), g, m) for o, g, m in ((offset[0], gh, mh), (offset[1], gw, mw)))
-    fast = sh + mh - 1 < 2 * gh and sw + mw - 1 < 2 * gw
-    tab = table.detach().to(torch.float32).reshape(H, gh * gw).contiguous()
+    tab, geom, fast = _geometry(table, window, offset)
     out = torch.empty((B, H, N, D), dtype=q.dtype, device=q.device)
     lse = torch.empty((B, H, N), dtype=torch.float32, device=q.device)
     bm, bn, bd, warps = fwd_blocks(N, D)
-    upcast = _interpreted() and q.dtype != torch.float32
-    prec = "ieee" if q.dtype == torch.float32 or upcast else "tf32"
+    upcast, prec = _precision(q.dtype)
     grid = (triton.cdiv(N, bm), B * H)
     _attn_fwd_kernel[grid](
-        q, k, v, tab, out, lse, float(scale) * _LOG2E,
-        H, N, D, mw, gh, gw, sh, sw,
+        q, k, v, tab, out, lse, float(scale) * _LOG2E, H, N, D, *geom,
         *q.stride(), *k.stride(), *v.stride(), tab.stride(0),
         UPCAST=upcast, PREC=prec, FAST=fast, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=bd, num_warps=warps)
     return out, lse
-
 
 
 def bwd_blocks(N: int, D: int) -> tuple[int, int, int, int]:
@@ -340,25 +360,20 @@ def attention_freqbias_bwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ta
     """
     _check_device(q.device)
     B, H, N, D = q.shape
-    mh, mw = (int(window[0]), int(window[1]))
-    gh, gw = int(table.shape[1]), int(table.shape[2])
-    sh, sw = (_shift(int(o), g, m) for o, g, m in ((offset[0], gh, mh), (offset[1], gw, mw)))
-    fast = sh + mh - 1 < 2 * gh and sw + mw - 1 < 2 * gw
-    tab = table.detach().to(torch.float32).reshape(H, gh * gw).contiguous()
+    tab, geom, fast = _geometry(table, window, offset)
     dout = dout.to(q.dtype)
     delta = (dout.float() * out.float()).sum(-1).contiguous()  # (B, H, N): rowsum(dO * O)
     lse = lse.contiguous()
     dq = torch.empty((B, H, N, D), dtype=q.dtype, device=q.device)
     dk = torch.empty_like(dq)
     dv = torch.empty_like(dq)
-    dtab = torch.zeros((H, gh * gw), dtype=torch.float32, device=q.device)
+    dtab = torch.zeros_like(tab)
     bm, bn, bd, warps = bwd_blocks(N, D)
-    upcast = _interpreted() and q.dtype != torch.float32
-    prec = "ieee" if q.dtype == torch.float32 or upcast else "tf32"
-    common = (float(scale) * _LOG2E, float(scale), H, N, D, mw, gh, gw, sh, sw,
+    upcast, prec = _precision(q.dtype)
+    common = (float(scale) * _LOG2E, float(scale), H, N, D, *geom,
               *q.stride(), *k.stride(), *v.stride(), *dout.stride(), tab.stride(0))
     meta = dict(UPCAST=upcast, PREC=prec, FAST=fast, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=bd, num_warps=warps)
     args = (q, k, v, tab, dout, lse, delta, dq, dk, dv, dtab, *common)
     _attn_bwd_kernel[(triton.cdiv(N, bn), B * H)](*args, KEYS=True, **meta)
     _attn_bwd_kernel[(triton.cdiv(N, bm), B * H)](*args, KEYS=False, **meta)
-    return dq, dk, dv, dtab.reshape(H, gh, gw).to(table.dtype)
+    return dq, dk, dv, dtab.reshape(table.shape).to(table.dtype)

@@ -1,4 +1,4 @@
-"""Attention with a relative position bias: fastnips vs SDPA and FlexAttention (notes B.5), D = 32.
+"""Attention with a relative position bias: fastnips vs SDPA and FlexAttention, D = 32.
 
 Groups ``attention N=<N> H=<H>`` for windows 7x7, 14x14, 28x28 (N = 49, 196, 784) and H = 3, 6, 12, batch 8,
 the bias a :class:`~fastnips.vision.FreqRelPosBias` on the alias-free grid. Rows:

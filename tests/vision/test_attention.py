@@ -279,6 +279,8 @@ def test_errors():
     q, k, v = _qkv()
     with pytest.raises(ValueError, match="unknown backend"):
         attention_with_bias(q, k, v, mod, backend="cuda-magic")
+    with pytest.raises(ValueError, match="has no 'cpp' backend"):  # a house backend this op does not implement
+        attention_with_bias(q, k, v, mod, backend="cpp")
     with pytest.raises(ValueError, match="N must equal Mh"):
         attention_with_bias(*_qkv((B, H, 15, D)), mod)
     with pytest.raises(ValueError, match="heads"):

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from ..conftest import load_bench_script
+from ..helpers import load_bench_script
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("sklearn")

@@ -304,3 +304,16 @@ def test_refine_band_through_nyquist_of_even_grid(factor):
     b2 = b.transfer(mode="refine", factor=factor)
     assert b2.band == (4, 3)
     assert (b2.kernel()[:, ::factor, ::factor] - b.kernel()).abs().max() < 1e-12
+
+
+@pytest.mark.parametrize(("name", "where"), [("SwinRelPosBias", "swin"), ("relative_position_index", "swin"),
+                                             ("MODES", "freqbias_transfer"), ("_refine_kernel", "freqbias_transfer")])
+def test_moved_names_old_import_path_warns(name, where):
+    import importlib
+
+    import fastnips.vision.freqbias as fb
+
+    with pytest.warns(DeprecationWarning, match=f"moved to fastnips.vision.{where}"):
+        assert getattr(fb, name) is getattr(importlib.import_module(f"fastnips.vision.{where}"), name)
+    with pytest.raises(AttributeError):
+        fb.no_such_name  # noqa: B018

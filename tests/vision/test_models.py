@@ -1,6 +1,6 @@
-"""fastnips.vision.models: SpectralMixer vs an explicit circular convolution, the DDR block's reductions to a
-GFNet block and to an attention+bias block, gate gradients, windowed attention, DDRViT shapes and a tiny
-deterministic training run, gate_report, and bad input.
+"""fastnips.vision.blocks and fastnips.vision.models: SpectralMixer vs an explicit circular convolution, the
+DDR block's reductions to a GFNet block and to an attention+bias block, gate gradients, windowed attention,
+DDRViT shapes and a tiny deterministic training run, gate_report, and bad input.
 
 Tolerances, stated once (float64 throughout the comparisons):
 
@@ -11,7 +11,6 @@ Tolerances, stated once (float64 throughout the comparisons):
 
 from __future__ import annotations
 
-import importlib.util
 import math
 
 import numpy as np
@@ -21,19 +20,11 @@ torch = pytest.importorskip("torch")
 
 from torch import nn  # noqa: E402
 
-from fastnips.vision.models import (  # noqa: E402
-    DDRBlock,
-    DDRViT,
-    DDRViTConfig,
-    GatedAttention,
-    SpectralMixer,
-    gate_report,
-    spectral_mix_reference,
-)
+from fastnips.vision.blocks import DDRBlock, GatedAttention, SpectralMixer, spectral_mix_reference  # noqa: E402
+from fastnips.vision.freqbias import FreqRelPosBias  # noqa: E402
+from fastnips.vision.models import DDRViT, DDRViTConfig, gate_report  # noqa: E402
 
 F64 = torch.float64
-HAVE_FREQBIAS = importlib.util.find_spec("fastnips.vision.freqbias") is not None
-needs_freqbias = pytest.mark.skipif(not HAVE_FREQBIAS, reason="fastnips.vision.freqbias not written yet")
 
 
 class TableBias(nn.Module):
@@ -241,7 +232,7 @@ def test_windowed_attention_matches_separate_windows():
 
 
 def _bias_kinds():
-    return [None, pytest.param("freq", marks=needs_freqbias), pytest.param("swin", marks=needs_freqbias)]
+    return [None, "freq", "swin"]
 
 
 @pytest.mark.parametrize("bias", _bias_kinds())
@@ -308,7 +299,7 @@ def _train_digits(seed, bias, steps=30):
     return net, losses
 
 
-@pytest.mark.parametrize("bias", [None, pytest.param("freq", marks=needs_freqbias)])
+@pytest.mark.parametrize("bias", [None, "freq"])
 def test_training_smoke_on_digits_is_deterministic(bias):
     pytest.importorskip("sklearn")
     net, losses = _train_digits(0, bias)
@@ -400,10 +391,7 @@ def test_grid_mismatch_raises():
         DDRViT.tiny(bias=None)(torch.rand(2, 1, 32, 32))
 
 
-@needs_freqbias
 def test_ddrvit_bias_kwargs_and_bias_module():
-    from fastnips.vision.freqbias import FreqRelPosBias
-
     net = DDRViT.tiny(img_size=8, patch=2, bias="freq", bias_kwargs={"param": "separable", "rank": 2})
     assert all(b.attn.bias.param == "separable" and b.attn.bias.rank == 2 for b in net.blocks)
     assert net.config.bias_kwargs == {"param": "separable", "rank": 2}
@@ -421,3 +409,14 @@ def test_ddrvit_bias_kwargs_and_bias_module():
         DDRViT.tiny(bias=None, bias_kwargs={"rank": 2})
     with pytest.raises(ValueError, match="unknown weight_init"):
         DDRViT.tiny(weight_init="kaiming")
+
+
+@pytest.mark.parametrize("name", ["DDRBlock", "GatedAttention", "SpectralMixer", "spectral_mix_reference"])
+def test_blocks_old_import_path_warns(name):
+    import fastnips.vision.blocks as blocks
+    import fastnips.vision.models as models
+
+    with pytest.warns(DeprecationWarning, match="moved to fastnips.vision.blocks"):
+        assert getattr(models, name) is getattr(blocks, name)
+    with pytest.raises(AttributeError):
+        models.no_such_name  # noqa: B018

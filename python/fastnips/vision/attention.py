@@ -1,4 +1,4 @@
-r"""Attention with a relative position bias that is never materialised (issue 5; notes part B.5).
+r"""Attention with a relative position bias that is never materialised.
 
 Math
 ----
@@ -37,10 +37,17 @@ Backends (:func:`attention_with_bias`, ``backend=``)
     eager and unfused on CPU). In torch 2.13 FlexAttention has **no backward on CPU**: requesting gradients of
     CPU tensors raises ``ValueError``. Takes a dense bias too.
 ``"auto"``
-    ``"triton"`` for CUDA tensors with a compact spec when Triton is available, else ``"reference"``.
+    ``"triton"`` for CUDA tensors with a compact spec when Triton is available, else ``"reference"``
+    (FlexAttention is opt-in: ``fastnips._backend.resolve`` never picks it).
 
-Paper: NeurIPS 2026 paper 10 of papers/INDEX.md (frequency-domain relative positional bias); peers in the
-notes B.5: SDPA with a materialised bias, FlexAttention ``score_mod``.
+The choice goes through :func:`fastnips._backend.resolve` (``supported=ATTENTION_BACKENDS``), with this op's
+restrictions as its ``check``: Triton needs CUDA tensors (CPU tensors only under ``TRITON_INTERPRET=1``),
+FlexAttention has no CPU backward, and only CPU and CUDA tensors are served.
+
+Paper: "Relative positional bias parameterized in the frequency domain" (NeurIPS 2026; see
+:mod:`fastnips.vision.freqbias`). Kernel design: Dao, *FlashAttention-2: Faster Attention with Better
+Parallelism and Work Partitioning* (arXiv:2307.08691). Peers a user would pick instead: SDPA with a
+materialised bias, FlexAttention with a ``score_mod`` table lookup (Dong et al., arXiv:2412.05496).
 """
 
 from __future__ import annotations
@@ -54,12 +61,15 @@ import torch
 import torch.nn.functional as F
 
 from .. import _backend
-from .freqbias import FreqRelPosBias, SwinRelPosBias, _pair
+from ._args import _pair
+from .freqbias import FreqRelPosBias
+from .swin import SwinRelPosBias
 
 __all__ = ["ATTENTION_BACKENDS", "BiasSpec", "attention_backends", "attention_with_bias", "bias_spec"]
 
 ATTENTION_BACKENDS = ("reference", "triton", "flex")
 _OP = "attention_with_bias"
+_TRITON_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 
 # ------------------------------------------------------------------------------------------------- spec
@@ -229,12 +239,10 @@ _attention_freqbias.register_autograd(_backward, setup_context=_setup_context)
 
 
 # ------------------------------------------------------------------------------------------------- flex
-try:  # flex_attention, or the reason it is missing (probed once, outside any traced code)
+try:  # imported once, outside any traced code; fastnips._backend probes the same import for "flex"
     from torch.nn.attention.flex_attention import flex_attention as _flex_attention
-
-    _FLEX_WHY = ""
-except ImportError as _exc:  # pragma: no cover - present in torch 2.13
-    _flex_attention, _FLEX_WHY = None, f"torch.nn.attention.flex_attention cannot be imported ({_exc})"
+except ImportError:  # pragma: no cover - present in torch 2.13
+    _flex_attention = None
 _FLEX_COMPILED = []
 
 
@@ -277,33 +285,30 @@ def _interpreted() -> bool:
     return os.environ.get("TRITON_INTERPRET", "") not in ("", "0")
 
 
-def _why_unavailable(name: str, device: torch.device, needs_grad: bool) -> str:
-    if name == "reference":
-        return ""
-    if name in ATTENTION_BACKENDS and torch.compiler.is_compiling():
-        return ""  # probes (cached, env reads) stay out of traced code; they ran in eager calls
-    if name == "triton":
-        why = _backend.why_unavailable("triton")
-        if why:
-            return why
-        if device.type == "cuda" or (device.type == "cpu" and _interpreted()):
-            return ""
+def _restriction(name: str, device: torch.device, needs_grad: bool) -> str:
+    """Why :func:`attention_with_bias` cannot run backend ``name`` on tensors on ``device`` ("" when it can);
+    the ``check`` of :func:`fastnips._backend.resolve` (which probes whether the backend exists at all)."""
+    if name == "triton" and not (device.type == "cuda" or (device.type == "cpu" and _interpreted())):
         return f"Triton runs on CUDA tensors (or on CPU tensors under TRITON_INTERPRET=1), got tensors on {device}"
     if name == "flex":
-        if _flex_attention is None:
-            return _FLEX_WHY
         if device.type == "cpu" and needs_grad:
             return "FlexAttention has no backward on CPU in this torch; call it under torch.no_grad()"
         if device.type not in ("cpu", "cuda"):
             return f"FlexAttention supports CPU and CUDA tensors, got {device}"
-        return ""
-    raise ValueError(f"unknown backend {name!r}; choose 'auto' or one of {', '.join(ATTENTION_BACKENDS)}")
+    return ""
 
 
 def attention_backends(device="cpu", *, needs_grad: bool = False) -> list[str]:
-    """The backends of :func:`attention_with_bias` usable for tensors on ``device`` now."""
+    """The backends of :func:`attention_with_bias` usable for tensors on ``device`` now.
+
+    Examples
+    --------
+    >>> "reference" in attention_backends("cpu")
+    True
+    """
     device = torch.device(device)
-    return [b for b in ATTENTION_BACKENDS if not _why_unavailable(b, device, needs_grad)]
+    return [b for b in ATTENTION_BACKENDS
+            if _backend.backend_available(b) and not _restriction(b, device, needs_grad)]
 
 
 def _check_qkv(q, k, v):
@@ -321,6 +326,37 @@ def _check_qkv(q, k, v):
         raise ValueError(f"q, k, v must have one dtype; got {q.dtype}, {k.dtype}, {v.dtype}")
     if k.device != q.device or v.device != q.device:
         raise ValueError(f"q, k, v must be on one device; got {q.device}, {k.device}, {v.device}")
+
+
+def _bias_of(bias_spec, q: torch.Tensor) -> tuple[BiasSpec | None, torch.Tensor | None]:
+    """(spec, None) for a compact bias, (None, dense) for an (H, N, N) tensor, checked against q (B, H, N, D)."""
+    _, H, N, _ = q.shape
+    if isinstance(bias_spec, torch.Tensor):
+        dense = bias_spec
+        if dense.shape != (H, N, N):
+            raise ValueError(f"a dense bias must have shape (H, N, N) = {(H, N, N)}, got {tuple(dense.shape)}")
+        if not dense.is_floating_point():
+            raise ValueError(f"a dense bias must be floating, got {dense.dtype}")
+        if dense.device != q.device:
+            raise ValueError(f"the bias is on {dense.device}, q on {q.device}")
+        return None, dense
+    spec = _to_spec(bias_spec)
+    if spec.num_heads != H:
+        raise ValueError(f"the bias has {spec.num_heads} heads, q has H = {H}")
+    if spec.num_tokens != N:
+        raise ValueError(f"the bias is for window {spec.window} = {spec.num_tokens} tokens, q has N = {N} "
+                         "(N must equal Mh*Mw)")
+    if spec.kernel.device != q.device:
+        raise ValueError(f"the bias table is on {spec.kernel.device}, q on {q.device}")
+    return spec, None
+
+
+def _scale_of(scale, head_dim: int) -> float:
+    if scale is None:
+        return 1.0 / math.sqrt(head_dim)
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale):
+        raise ValueError(f"scale must be a finite float, got {scale!r}")
+    return float(scale)
 
 
 def attention_with_bias(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias_spec, *, backend: str = "auto",
@@ -348,48 +384,30 @@ def attention_with_bias(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias_
     ------
     ValueError
         Shapes that do not fit (N != Mh*Mw, H mismatch, ...), an unknown backend or one not usable here.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from fastnips.vision import FreqRelPosBias, attention_with_bias
+    >>> q = k = v = torch.randn(2, 3, 49, 16)
+    >>> attention_with_bias(q, k, v, FreqRelPosBias(num_heads=3, window=7)).shape
+    torch.Size([2, 3, 49, 16])
     """
     _check_qkv(q, k, v)
-    _, H, N, D = q.shape
-    spec = dense = None
-    if isinstance(bias_spec, torch.Tensor):
-        dense = bias_spec
-        if dense.shape != (H, N, N):
-            raise ValueError(f"a dense bias must have shape (H, N, N) = {(H, N, N)}, got {tuple(dense.shape)}")
-        if not dense.is_floating_point():
-            raise ValueError(f"a dense bias must be floating, got {dense.dtype}")
-        if dense.device != q.device:
-            raise ValueError(f"the bias is on {dense.device}, q on {q.device}")
-    else:
-        spec = _to_spec(bias_spec)
-        if spec.num_heads != H:
-            raise ValueError(f"the bias has {spec.num_heads} heads, q has H = {H}")
-        if spec.num_tokens != N:
-            raise ValueError(f"the bias is for window {spec.window} = {spec.num_tokens} tokens, q has N = {N} "
-                             "(N must equal Mh*Mw)")
-        if spec.kernel.device != q.device:
-            raise ValueError(f"the bias table is on {spec.kernel.device}, q on {q.device}")
-    if scale is None:
-        scale = 1.0 / math.sqrt(D)
-    elif isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale):
-        raise ValueError(f"scale must be a finite float, got {scale!r}")
-    scale = float(scale)
-
+    spec, dense = _bias_of(bias_spec, q)
+    scale = _scale_of(scale, q.shape[-1])
     if not isinstance(backend, str):
         raise ValueError(f"backend must be a string, got {type(backend).__name__}")
-    needs_grad = torch.is_grad_enabled() and any(
-        t.requires_grad for t in (q, k, v, dense if dense is not None else spec.kernel))
-    if backend == "auto":
-        backend = ("triton" if spec is not None and q.device.type == "cuda"
-                   and q.dtype in (torch.float16, torch.bfloat16, torch.float32)
-                   and not _why_unavailable("triton", q.device, needs_grad) else "reference")
-    elif backend not in ATTENTION_BACKENDS:
-        raise ValueError(f"unknown backend {backend!r}; choose 'auto' or one of {', '.join(ATTENTION_BACKENDS)}")
+    auto = (("triton", "reference") if spec is not None and q.device.type == "cuda" and q.dtype in _TRITON_DTYPES
+            else ("reference",))
+    if torch.compiler.is_compiling() and backend in ("auto", *ATTENTION_BACKENDS):
+        # probes (cached, env reads) stay out of traced code; the eager calls before tracing ran them
+        backend = auto[0] if backend == "auto" else backend
     else:
-        why = _why_unavailable(backend, q.device, needs_grad)
-        if why:
-            here = attention_backends(q.device, needs_grad=needs_grad)
-            raise ValueError(f"backend {backend!r} is not available here: {why}. Available for {_OP}: {here}")
+        needs_grad = torch.is_grad_enabled() and any(
+            t.requires_grad for t in (q, k, v, dense if dense is not None else spec.kernel))
+        backend = _backend.resolve(backend, op=_OP, supported=ATTENTION_BACKENDS, auto=auto,
+                                   check=lambda name: _restriction(name, q.device, needs_grad))
 
     if backend == "reference":
         return _reference(q, k, v, dense if dense is not None else spec.dense(), scale)
@@ -398,7 +416,7 @@ def attention_with_bias(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias_
     if spec is None:
         raise ValueError("backend 'triton' computes the bias from a compact table: pass a BiasSpec (or a "
                          "FreqRelPosBias / SwinRelPosBias), not a dense (H, N, N) tensor")
-    if q.dtype not in (torch.float16, torch.bfloat16, torch.float32):
+    if q.dtype not in _TRITON_DTYPES:
         raise ValueError(f"backend 'triton' takes float16, bfloat16 or float32, got {q.dtype}")
     return torch.ops.fastnips.attention_freqbias(q, k, v, spec.kernel, list(spec.window), list(spec.offset),
                                                  scale)[0]

@@ -1,4 +1,4 @@
-"""``fastnips demo`` rows for the vision package (issue 5): a tiny DDRViT on digits, bias parameter counts, and
+"""``fastnips demo`` rows for the vision package: a tiny DDRViT on digits, bias parameter counts, and
 the transfer error of the frequency ``refine`` vs timm's bicubic table resize."""
 
 from __future__ import annotations
@@ -14,54 +14,26 @@ def _skip(detail: str) -> list[dict]:
     return [{"task": "vision", "backend": "-", "result": "skipped", "detail": detail}]
 
 
-def demo_vision(seed: int, *, epochs: int = 12, budget_s: float | None = None) -> list[dict]:
-    """Train ``DDRViT.tiny`` (frequency bias) on sklearn digits for a few seconds; report three rows.
-
-    1. test accuracy (8x8 digits, patch 2 -> 4x4 tokens = one window, ``epochs`` epochs of AdamW, batch 32,
-       cosine schedule from 3e-3; the model's defaults: learned position embedding, xavier init). The run is
-       deterministic for a seed; an optional wall-clock cap ``budget_s`` (default none) stops it early and the
-       row then says so (the ``fastnips demo`` command sets no cap: its result does not depend on the load).
-       Measured on a shared 2-core machine, one thread: 12 epochs in about 3 s, test accuracy 0.95-0.96;
-    2. bias parameters per head: frequency ``hermitian`` (lossless, = Swin), ``separable`` rank 2 and the Swin
-       table, at Swin's M = 7 (52 vs 169: 3.25x) and at the model's window (M = 4);
-    3. transfer error on the trained bias, 2x finer grid: ``max_d |k'(2d) - k(d)|`` over the learned offsets for
-       ``FreqRelPosBias.transfer(mode="refine")`` vs ``SwinRelPosBias.resize`` (timm bicubic) of the same
-       table, absolute and relative to ``max |k|``.
-
-    Returns a list of ``{"task", "backend", "result", "detail"}`` dicts (the ``fastnips demo`` table rows).
-    """
-    from .. import _optional
-
-    torch = _optional.torch_or_none()
-    if torch is None:
-        return _skip("torch is not installed")
-    try:
-        from ..data.images import digits
-        Xtr, ytr = digits("train")
-        Xte, yte = digits("test")
-    except ImportError as e:
-        return _skip(f"digits need scikit-learn ({e})")
-    import torch.nn.functional as F
-
-    from .freqbias import SwinRelPosBias, count_bias_params
-    from .models import DDRViT, gate_report
-
-    torch.manual_seed(seed)
-    gen = torch.Generator().manual_seed(seed)
-    Xtr, ytr, Xte, yte = (torch.from_numpy(a.copy()) for a in (Xtr, ytr, Xte, yte))
-    model = DDRViT.tiny(img_size=8, patch=2, bias="freq")
-    skip = model.no_weight_decay()  # timm's rule: no decay on norms, biases, gates, the position embedding
+def _optimizer(model, torch):
+    """AdamW (lr 3e-3, wd 0.05) with timm's rule: no decay on norms, biases, gates, the position embedding and the
+    attention bias."""
+    skip = model.no_weight_decay()
     named = list(model.named_parameters())
-    opt = torch.optim.AdamW([
+    return torch.optim.AdamW([
         {"params": [p for n, p in named if p.ndim > 1 and n not in skip and ".attn.bias." not in n]},
         {"params": [p for n, p in named if p.ndim <= 1 or n in skip or ".attn.bias." in n], "weight_decay": 0.0},
     ], lr=3e-3, weight_decay=0.05)
-    if not isinstance(epochs, int) or epochs < 1:
-        raise ValueError(f"epochs must be a positive int, got {epochs!r}")
+
+
+def _train(model, Xtr, ytr, *, epochs: int, budget_s: float | None, gen, torch) -> tuple[int, float]:
+    """``epochs`` epochs of batch-32 AdamW with a cosine schedule from 3e-3 and label smoothing 0.1, stopped
+    early by the wall-clock cap ``budget_s`` if one is given. Returns (epochs done, seconds)."""
+    import torch.nn.functional as F
+
+    opt = _optimizer(model, torch)
     t0 = time.perf_counter()
-    done = 0
-    steps_per_epoch = -(-len(Xtr) // 32)
-    total, step = epochs * steps_per_epoch, 0
+    done, step = 0, 0
+    total = epochs * -(-len(Xtr) // 32)
     model.train()
     while done < epochs and (budget_s is None or time.perf_counter() - t0 < budget_s):
         perm = torch.randperm(len(Xtr), generator=gen)
@@ -75,20 +47,15 @@ def demo_vision(seed: int, *, epochs: int = 12, budget_s: float | None = None) -
             opt.step()
             step += 1
         done += 1
-    train_s = time.perf_counter() - t0
-    cut = "" if done == epochs else f", stopped by the {budget_s:g} s cap"
-    model.eval()
-    with torch.no_grad():
-        acc = float((model(Xte).argmax(1) == yte).float().mean())
-    gates = " ".join(f"{g['spectral_gate']:.2f}/{g['attention_gate']:.2f}" for g in gate_report(model))
+    return done, time.perf_counter() - t0
 
-    m = model.blocks[0].attn.window[0]
-    counts = {M: (count_bias_params("freq", M, 1), count_bias_params("freq", M, 1, param="separable", rank=2),
-                  count_bias_params("swin", M, 1)) for M in (7, m)}
-    herm7, sep7, swin7 = counts[7]
 
-    # transfer error of the trained bias (block 0), window m -> 2m
-    bias = copy.deepcopy(model.blocks[0].attn.bias).double()
+def _transfer_errors(bias, m: int, torch) -> tuple[float, float, float]:
+    """``max_d |k'(2d) - k(d)|`` over the learned offsets ``|d| < m`` for the frequency ``refine`` (x2) of
+    ``bias`` and for timm's bicubic resize of its Swin table; and ``max |k|``."""
+    from .swin import SwinRelPosBias
+
+    bias = copy.deepcopy(bias).double()
     with torch.no_grad():
         k = bias.kernel()[0].double()  # (2m-1, 2m-1) periodic kernel, offsets d mod N
         n = bias.grid[0]
@@ -103,7 +70,63 @@ def demo_vision(seed: int, *, epochs: int = 12, budget_s: float | None = None) -
         c = 2 * m - 1  # centre (offset 0) of the (4m-1)^2 table
         err_bicubic = float((big[c + 2 * d[:, None], c + 2 * d[None, :]]
                              - table[:, 0].reshape(2 * m - 1, 2 * m - 1)).abs().max())
-        scale = float(k.abs().max())
+    return err_refine, err_bicubic, float(k.abs().max())
+
+
+def demo_vision(seed: int, *, epochs: int = 12, budget_s: float | None = None) -> list[dict]:
+    """Train ``DDRViT.tiny`` (frequency bias) on sklearn digits for a few seconds; report three rows.
+
+    1. test accuracy (8x8 digits, patch 2 -> 4x4 tokens = one window, ``epochs`` epochs of AdamW, batch 32,
+       cosine schedule from 3e-3; the model's defaults: learned position embedding, xavier init). The run is
+       deterministic for a seed; an optional wall-clock cap ``budget_s`` (default none) stops it early and the
+       row then says so (the ``fastnips demo`` command sets no cap: its result does not depend on the load).
+       Timings and accuracies: docs/notes/vision.md;
+    2. bias parameters per head: frequency ``hermitian`` (lossless, = Swin), ``separable`` rank 2 and the Swin
+       table, at Swin's M = 7 (52 vs 169: 3.25x) and at the model's window (M = 4);
+    3. transfer error on the trained bias, 2x finer grid: ``max_d |k'(2d) - k(d)|`` over the learned offsets for
+       ``FreqRelPosBias.transfer(mode="refine")`` vs ``SwinRelPosBias.resize`` (timm bicubic) of the same
+       table, absolute and relative to ``max |k|``.
+
+    Returns a list of ``{"task", "backend", "result", "detail"}`` dicts (the ``fastnips demo`` table rows).
+
+    Examples
+    --------
+    >>> [row["task"] for row in demo_vision(0, epochs=1)]  # doctest: +SKIP
+    ['vision', 'vision bias params', 'vision transfer']
+    """
+    from .. import _optional
+
+    torch = _optional.torch_or_none()
+    if torch is None:
+        return _skip("torch is not installed")
+    try:
+        from ..data.images import digits
+        Xtr, ytr = digits("train")
+        Xte, yte = digits("test")
+    except ImportError as e:
+        return _skip(f"digits need scikit-learn ({e})")
+
+    from .freqbias import count_bias_params
+    from .models import DDRViT, gate_report
+
+    torch.manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed)
+    Xtr, ytr, Xte, yte = (torch.from_numpy(a.copy()) for a in (Xtr, ytr, Xte, yte))
+    model = DDRViT.tiny(img_size=8, patch=2, bias="freq")
+    if not isinstance(epochs, int) or epochs < 1:
+        raise ValueError(f"epochs must be a positive int, got {epochs!r}")
+    done, train_s = _train(model, Xtr, ytr, epochs=epochs, budget_s=budget_s, gen=gen, torch=torch)
+    cut = "" if done == epochs else f", stopped by the {budget_s:g} s cap"
+    model.eval()
+    with torch.no_grad():
+        acc = float((model(Xte).argmax(1) == yte).float().mean())
+    gates = " ".join(f"{g['spectral_gate']:.2f}/{g['attention_gate']:.2f}" for g in gate_report(model))
+
+    m = model.blocks[0].attn.window[0]
+    counts = {M: (count_bias_params("freq", M, 1), count_bias_params("freq", M, 1, param="separable", rank=2),
+                  count_bias_params("swin", M, 1)) for M in (7, m)}
+    herm7, sep7, swin7 = counts[7]
+    err_refine, err_bicubic, scale = _transfer_errors(model.blocks[0].attn.bias, m, torch)  # window m -> 2m
     return [
         {"task": "vision", "backend": "torch",
          "result": f"acc {acc:.2f}",

@@ -1,4 +1,4 @@
-r"""Frequency-domain relative position bias (paper 10; shared/notes/tikhonov_freqbias_fds.md part B).
+r"""Frequency-domain relative position bias: the parameter families and the module.
 
 Math
 ----
@@ -47,38 +47,24 @@ Parameter families (``param=``; counts per head, :func:`count_bias_params`)
     initialised with std :math:`(\sigma/\sqrt R)^{1/2}` so the kernel has std :math:`\sigma` = ``init_std``
     but the bilinear form does not start at its saddle 0.
 
-None of the low-parameter families can represent every Swin table (the notes show no lossless 52-DOF
-reparameterisation of the 169-dim table exists); ``"hermitian"`` on the alias-free grid is the lossless one.
+None of the low-parameter families can represent every Swin table (a 52-dimensional family cannot cover
+the 169-dimensional space of tables, so no 52-parameter family is a lossless reparameterisation);
+``"hermitian"`` on the alias-free grid is the lossless one.
 A constant (DC) offset is softmax-invariant, so one of the stored reals of every family is inert for
 attention; we keep it for an exact, simple correspondence with the Swin table.
 
-Transfer (:meth:`FreqRelPosBias.transfer`)
-------------------------------------------
-``mode="extend"``
-    Same token spacing, another window :math:`M'`: same kernel, same grid, evaluated at the new offsets.
-    Exact (no offset aliases onto another) iff :math:`N \ge 2M'-1`; otherwise it is the periodic extension
-    of the kernel and a ``UserWarning`` is issued.
-``mode="refine"``, ``factor=r``
-    Same field of view, an r-times finer token grid: grid ``rN``, window ``rM`` (default). The centred
-    spectrum is zero-padded from :math:`N` to :math:`rN` (DC at index :math:`rN//2`, i.e. offset
-    :math:`rN//2 - N//2`, **not** :math:`(rN-N)//2`, which breaks even r), inverse-transformed and
-    multiplied by :math:`r_h r_w`; the real part is kept, which splits an even grid's Nyquist bin evenly
-    between :math:`\pm N/2`. The result is the unique band-limited interpolant: the original samples are kept
-    exactly, ``k'[r d] = k[d]``. Offsets beyond the learned range (at most :math:`(r-1)/r` of a coarse step on
-    the alias-free grid) are periodic band-limited extrapolation. The parameter family is preserved exactly
-    (band: same band; separable: factor-wise refinement, same rank).
+Swin table export / import and the exact transfer to another resolution (``extend``, spectral ``refine``)
+are documented in :mod:`fastnips.vision.freqbias_transfer`; the Swin table bias itself is
+:class:`~fastnips.vision.SwinRelPosBias` (:mod:`fastnips.vision.swin`).
 
-Contrast: timm's table resize (:meth:`SwinRelPosBias.resize`, bicubic, ``align_corners=False``) does not
-keep the original samples.
-
-Paper: NeurIPS 2026 paper 10 of papers/INDEX.md (frequency-domain relative positional bias; full text not
-available, see the notes). Prior work: Swin v1 / timm ``RelPosBias``; GFNet ``GlobalFilter``.
+Paper: "Relative positional bias parameterized in the frequency domain" with Dual-Domain Residual blocks
+(NeurIPS 2026; full text not available, the abstract fixes the 3.25x parameter ratio against Swin and exact grid
+transfer). Prior work: Swin v1 / timm ``RelPosBias``; GFNet ``GlobalFilter`` (Rao et al., NeurIPS 2021).
 """
 
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -86,89 +72,39 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .._compat import moved
+from ._args import _grid_for, _is_int, _pair, _positive_int
+from .freqbias_transfer import SwinTableAndTransfer
+
 __all__ = [
     "PARAMS",
     "FreqRelPosBias",
-    "SwinRelPosBias",
     "count_bias_params",
     "periodic_offset_index",
-    "relative_position_index",
 ]
 
 PARAMS = ("hermitian", "band", "separable")
-MODES = ("extend", "refine")
 
 
 # ----------------------------------------------------------------------------------------------- helpers
-def _pair(x, name: str) -> tuple[int, int]:
-    """(a, b) from an int or a length-2 sequence of positive ints; ValueError otherwise."""
-    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
-        t = (int(x), int(x))
-    elif isinstance(x, Sequence) and not isinstance(x, str) and len(x) == 2:
-        if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in x):
-            raise ValueError(f"{name} must be an int or a pair of ints, got {x!r}")
-        t = (int(x[0]), int(x[1]))
-    else:
-        raise ValueError(f"{name} must be an int or a pair of ints, got {x!r}")
-    if t[0] < 1 or t[1] < 1:
-        raise ValueError(f"{name} must be positive, got {t}")
-    return t
-
-
-def _positive_int(x, name: str) -> int:
-    if not isinstance(x, (int, np.integer)) or isinstance(x, bool) or x < 1:
-        raise ValueError(f"{name} must be a positive int, got {x!r}")
-    return int(x)
-
-
 def _check_param(param: str) -> None:
     if param not in PARAMS:
         raise ValueError(f"unknown param {param!r}; available: {', '.join(PARAMS)}")
 
 
-def _grid_for(window: tuple[int, int], grid) -> tuple[int, int]:
-    g = (2 * window[0] - 1, 2 * window[1] - 1) if grid is None else _pair(grid, "grid")
-    if g[0] < window[0] or g[1] < window[1]:
-        raise ValueError(f"window {window} larger than grid {g}: every in-window offset needs a distinct position "
-                         "(grid >= window; grid >= 2*window-1 for the alias-free bias)")
-    return g
-
-
 def _band_for(window, grid, band) -> tuple[int, int]:
     if band is None:
         band = (window[0] // 2, window[1] // 2)
-    if isinstance(band, (int, np.integer)) and not isinstance(band, bool):
+    if _is_int(band):
         band = (int(band), int(band))
     if (not isinstance(band, Sequence) or len(band) != 2
-            or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in band)):
+            or not all(_is_int(v) for v in band)):
         raise ValueError(f"band must be an int or a pair of ints, got {band!r}")
     band = (int(band[0]), int(band[1]))
     for k, n, ax in zip(band, grid, "hw"):
         if k < 0 or k > n // 2:
             raise ValueError(f"band k{ax}={k} must lie in [0, {n // 2}] (Nyquist of grid {n})")
     return band
-
-
-def relative_position_index(window) -> torch.Tensor:
-    """Swin's relative position index, from its formula.
-
-    ``index[i, j] = (dh + Mh - 1) * (2 Mw - 1) + (dw + Mw - 1)`` with ``(dh, dw) = p_i - p_j`` and
-    ``p_i = (i // Mw, i % Mw)``.
-
-    Parameters
-    ----------
-    window : int or (Mh, Mw)
-
-    Returns
-    -------
-    LongTensor (Mh*Mw, Mh*Mw), values in ``[0, (2Mh-1)(2Mw-1))``.
-    """
-    mh, mw = _pair(window, "window")
-    ph, pw = torch.meshgrid(torch.arange(mh), torch.arange(mw), indexing="ij")
-    ph, pw = ph.reshape(-1), pw.reshape(-1)
-    dh = ph[:, None] - ph[None, :]
-    dw = pw[:, None] - pw[None, :]
-    return ((dh + mh - 1) * (2 * mw - 1) + (dw + mw - 1)).contiguous()
 
 
 def periodic_offset_index(window, grid) -> torch.Tensor:
@@ -264,29 +200,9 @@ def count_bias_params(kind: str, window, heads: int, **kw) -> int:
     return per * heads
 
 
-def _refine_kernel(k: torch.Tensor, factor: tuple[int, ...]) -> torch.Tensor:
-    """Band-limited refinement of a real periodic kernel over its last ``len(factor)`` dims.
-
-    Zero-pads the centred spectrum from N to rN with DC at index rN//2 (offset rN//2 - N//2), inverse FFT,
-    times prod(r), real part. Keeps ``k'[..., r*d] == k[..., d]``.
-    """
-    d = len(factor)
-    dims = tuple(range(k.ndim - d, k.ndim))
-    shape = k.shape[-d:]
-    spec = torch.fft.fftshift(torch.fft.fftn(k, dim=dims), dim=dims)
-    new = tuple(r * n for r, n in zip(factor, shape))
-    big = spec.new_zeros(k.shape[:-d] + new)
-    sl = [slice(None)] * (k.ndim - d)
-    for n, nn_ in zip(shape, new):
-        o = nn_ // 2 - n // 2
-        sl.append(slice(o, o + n))
-    big[tuple(sl)] = spec
-    out = torch.fft.ifftn(torch.fft.ifftshift(big, dim=dims), dim=dims).real
-    return out * float(np.prod(factor))
-
 
 # ---------------------------------------------------------------------------------------------- modules
-class FreqRelPosBias(nn.Module):
+class FreqRelPosBias(SwinTableAndTransfer, nn.Module):
     r"""Frequency-domain relative position bias: ``B_h[i, j] = k_h((p_i - p_j) mod grid)``,
     ``k_h = irfft2(W_h, s=grid)``.
 
@@ -311,6 +227,15 @@ class FreqRelPosBias(nn.Module):
 
     Shapes: ``forward()`` -> (H, N, N); ``kernel()`` -> (H, Nh, Nw); ``spectrum()`` -> complex (H, Nh, Nw//2+1);
     ``to_swin_table()`` -> ((2Mh-1)(2Mw-1), H).
+
+    Swin table export / import and resolution transfer (:meth:`to_swin_table`, :meth:`from_swin_table`,
+    :meth:`transfer`) come from :class:`~fastnips.vision.freqbias_transfer.SwinTableAndTransfer`.
+
+    Examples
+    --------
+    >>> bias = FreqRelPosBias(num_heads=3, window=7, param="separable", rank=2)
+    >>> bias().shape, sum(p.numel() for p in bias.parameters()) // 3
+    (torch.Size([3, 49, 49]), 52)
     """
 
     def __init__(self, num_heads: int, window, *, grid=None, param: str = "hermitian", band=None, rank: int = 2,
@@ -425,16 +350,6 @@ class FreqRelPosBias(nn.Module):
         k = self.kernel().flatten(1)
         return k[:, self.offset_index]
 
-    def to_swin_table(self) -> torch.Tensor:
-        """((2Mh-1)(2Mw-1), H) table in timm ``RelPosBias.relative_position_bias_table`` layout:
-        ``table[(dh+Mh-1)(2Mw-1)+(dw+Mw-1), h] = k_h(dh mod Nh, dw mod Nw)``. Gathering it with
-        :func:`relative_position_index` gives ``forward()`` exactly (on every grid)."""
-        (mh, mw), (nh, nw) = self.window, self.grid
-        dh = torch.arange(-(mh - 1), mh, device=self.offset_index.device) % nh
-        dw = torch.arange(-(mw - 1), mw, device=self.offset_index.device) % nw
-        idx = (dh[:, None] * nw + dw[None, :]).reshape(-1)
-        return self.kernel().flatten(1)[:, idx].t().contiguous()
-
     def extra_repr(self) -> str:
         s = f"num_heads={self.num_heads}, window={self.window}, grid={self.grid}, param={self.param!r}"
         if self.band is not None:
@@ -444,15 +359,19 @@ class FreqRelPosBias(nn.Module):
         return s + f", params={sum(p.numel() for p in self.parameters())}"
 
     # -- loading a kernel into the family
-    def _like(self, window, grid, **kw) -> FreqRelPosBias:
-        p = next(self.parameters())
-        opts = {"param": self.param}
-        if self.param == "band":
-            opts["band"] = kw.get("band", self.band)
-        if self.param == "separable":
-            opts["rank"] = self.rank
-        new = FreqRelPosBias(self.num_heads, window, grid=grid, init_std=0.0, **opts)
-        return new.to(device=p.device, dtype=p.dtype)
+    def _params_from_spectrum(self, spec: torch.Tensor, ax: str, w: torch.Tensor) -> torch.Tensor:
+        """Stored reals of layout ``ax`` whose spectrum is the projection of ``spec`` (its last dim flattened
+        like the layout) onto the family: ``params = P^T k`` with P orthogonal, i.e. ``Re(W) / scale`` and
+        ``Im(W) / scale`` at the canonical bins (each index once, any copy)."""
+        ri, ii = (getattr(self, f"_{part}_idx{ax}").reshape(-1) for part in ("re", "im"))
+        rs, is_ = (s.reshape(-1) for s in self._scales(ax, w.dtype))
+        out = torch.zeros_like(w)
+        n = w.shape[-1]
+        m = ri < n
+        out[..., ri[m]] = spec.real[..., m] / rs[m]
+        m = ii < n
+        out[..., ii[m]] = spec.imag[..., m] / is_[m]
+        return out
 
     @torch.no_grad()
     def load_kernel_(self, kernel: torch.Tensor) -> FreqRelPosBias:
@@ -468,17 +387,8 @@ class FreqRelPosBias(nn.Module):
         if not torch.isfinite(kernel).all():
             raise ValueError("kernel has NaN or inf")
         w = self.weight
-        spec = torch.fft.rfft2(kernel.to(w.device, w.dtype))
-        out = torch.zeros_like(w)
-        re_i, im_i = self._re_idx.reshape(-1), self._im_idx.reshape(-1)
-        re_s, im_s = (x.reshape(-1) for x in self._scales("", w.dtype))
-        flat = spec.flatten(1)
-        m = re_i < w.shape[1]
-        # params = P^T k with P orthogonal: p = Re(W) / scale at the canonical bins (each index once, any copy)
-        out[:, re_i[m]] = flat.real[:, m] / re_s[m]
-        m = im_i < w.shape[1]
-        out[:, im_i[m]] = flat.imag[:, m] / im_s[m]
-        w.copy_(out)
+        spec = torch.fft.rfft2(kernel.to(w.device, w.dtype)).flatten(1)
+        w.copy_(self._params_from_spectrum(spec, "", w))
         return self
 
     @torch.no_grad()
@@ -488,123 +398,15 @@ class FreqRelPosBias(nn.Module):
             raise ValueError(f"load_factors_ needs param='separable', this bias has param={self.param!r}")
         pairs = ((u, "u", "h", self.grid[0], self.weight_h), (v, "v", "w", self.grid[1], self.weight_w))
         for t, name, ax, n, w in pairs:
-            ri, ii = getattr(self, f"_re_idx{ax}"), getattr(self, f"_im_idx{ax}")
-            rs, is_ = self._scales(ax, w.dtype)
             want = (self.num_heads, self.rank, n)
             if tuple(t.shape) != want:
                 raise ValueError(f"{name} must have shape {want}, got {tuple(t.shape)}")
-            spec = torch.fft.rfft(t.to(w.device, w.dtype))
-            out = torch.zeros_like(w)
-            m = ri < n
-            out[..., ri[m]] = spec.real[..., m] / rs[m]
-            m = ii < n
-            out[..., ii[m]] = spec.imag[..., m] / is_[m]
-            w.copy_(out)
+            w.copy_(self._params_from_spectrum(torch.fft.rfft(t.to(w.device, w.dtype)), ax, w))
         return self
 
-    @classmethod
-    def from_swin_table(cls, table: torch.Tensor, window) -> FreqRelPosBias:
-        """Lossless import of a Swin/timm table ((2Mh-1)(2Mw-1), H) into ``param="hermitian"`` on the alias-free
-        grid: ``to_swin_table()`` of the result returns ``table``."""
-        mh, mw = _pair(window, "window")
-        table = torch.as_tensor(table)
-        if table.ndim != 2 or table.shape[0] != (2 * mh - 1) * (2 * mw - 1):
-            raise ValueError(f"table must be ((2Mh-1)(2Mw-1), H) = ({(2 * mh - 1) * (2 * mw - 1)}, H), "
-                             f"got {tuple(table.shape)}")
-        if not table.is_floating_point():
-            raise ValueError(f"table must be a floating tensor, got {table.dtype}")
-        new = cls(table.shape[1], (mh, mw), init_std=0.0).to(device=table.device, dtype=table.dtype)
-        grid = table.t().reshape(table.shape[1], 2 * mh - 1, 2 * mw - 1)
-        # table row (dh+Mh-1) holds offset dh; kernel index dh mod Nh: roll by -(Mh-1)
-        kernel = torch.roll(grid, shifts=(-(mh - 1), -(mw - 1)), dims=(1, 2))
-        return new.load_kernel_(kernel)
 
-    # -- transfer
-    def transfer(self, window=None, *, mode: str = "extend", factor=2, grid=None) -> FreqRelPosBias:
-        """A new bias for another resolution; parameters are copies (no autograd link).
-
-        ``mode="extend"``: same spacing, ``window`` (required), same grid and kernel. Exact iff
-        ``grid >= 2*window-1``; otherwise warns (periodic extension). ``grid`` must be None.
-
-        ``mode="refine"``: same field of view, ``factor`` (int or (rh, rw), >= 1) times finer: grid ``r*N``, window
-        ``r*M`` unless given. Spectral zero-padding; keeps ``k'[r*d] == k[d]`` exactly. Same family.
-        """
-        if mode not in MODES:
-            raise ValueError(f"unknown mode {mode!r}; available: {', '.join(MODES)}")
-        if grid is not None:
-            raise ValueError("transfer keeps the grid (extend) or multiplies it by factor (refine); grid must be None")
-        if mode == "extend":
-            if window is None:
-                raise ValueError("mode='extend' needs window=")
-            window = _pair(window, "window")
-            _grid_for(window, self.grid)  # window <= grid, else ValueError
-            if self.grid[0] < 2 * window[0] - 1 or self.grid[1] < 2 * window[1] - 1:
-                warnings.warn(
-                    f"extend to window {window} on grid {self.grid} < 2*window-1: offsets beyond the grid wrap "
-                    "around (periodic extension of the kernel), not an exact continuation", UserWarning, stacklevel=2)
-            new = self._like(window, self.grid)
-            new.load_state_dict(self.state_dict())
-            return new
-        if isinstance(factor, bool) or not isinstance(factor, (int, np.integer, Sequence)):
-            raise ValueError(f"factor must be an int >= 1 or a pair of them, got {factor!r}")
-        r = (factor, factor) if isinstance(factor, (int, np.integer)) else tuple(factor)
-        if len(r) != 2 or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in r):
-            raise ValueError(f"factor must be an int >= 1 or a pair of them, got {factor!r}")
-        if r[0] < 1 or r[1] < 1:
-            raise ValueError(f"factor must be >= 1, got {factor!r}")
-        r = (int(r[0]), int(r[1]))
-        new_grid = (r[0] * self.grid[0], r[1] * self.grid[1])
-        new_window = (r[0] * self.window[0], r[1] * self.window[1]) if window is None else _pair(window, "window")
-        _grid_for(new_window, new_grid)
-        new = self._like(new_window, new_grid)
-        with torch.no_grad():
-            if self.param == "separable":
-                u, v = self.factors()
-                new.load_factors_(_refine_kernel(u, (r[0],)), _refine_kernel(v, (r[1],)))
-            else:
-                new.load_kernel_(_refine_kernel(self.kernel(), r))
-        return new
-
-
-class SwinRelPosBias(nn.Module):
-    """Swin v1 / timm ``RelPosBias``: a learned table ((2Mh-1)(2Mw-1), H) gathered by
-    :func:`relative_position_index` into the (H, N, N) additive logit bias; ``trunc_normal_(std=.02)`` init.
-
-    Parameters
-    ----------
-    num_heads : int
-    window : int or (Mh, Mw)
-    """
-
-    def __init__(self, num_heads: int, window, *, init_std: float = 0.02):
-        super().__init__()
-        self.num_heads = _positive_int(num_heads, "num_heads")
-        self.window = _pair(window, "window")
-        mh, mw = self.window
-        self.relative_position_bias_table = nn.Parameter(torch.zeros((2 * mh - 1) * (2 * mw - 1), self.num_heads))
-        self.register_buffer("relative_position_index", relative_position_index(self.window), persistent=False)
-        if init_std > 0:
-            nn.init.trunc_normal_(self.relative_position_bias_table, std=init_std)
-
-    def forward(self) -> torch.Tensor:
-        """(H, Mh*Mw, Mh*Mw)."""
-        n = self.window[0] * self.window[1]
-        b = self.relative_position_bias_table[self.relative_position_index.reshape(-1)]
-        return b.reshape(n, n, self.num_heads).permute(2, 0, 1).contiguous()
-
-    def extra_repr(self) -> str:
-        return f"num_heads={self.num_heads}, window={self.window}"
-
-    def resize(self, window) -> SwinRelPosBias:
-        """timm-style transfer: bicubic ``F.interpolate(align_corners=False)`` of the table on the
-        (2Mh-1)x(2Mw-1) offset grid to (2M'h-1)x(2M'w-1). Does not keep the original samples (contrast with
-        :meth:`FreqRelPosBias.transfer` ``mode="refine"``)."""
-        window = _pair(window, "window")
-        (mh, mw), H = self.window, self.num_heads
-        t = self.relative_position_bias_table.detach()
-        img = t.t().reshape(1, H, 2 * mh - 1, 2 * mw - 1)
-        out = F.interpolate(img, size=(2 * window[0] - 1, 2 * window[1] - 1), mode="bicubic", align_corners=False)
-        new = SwinRelPosBias(H, window, init_std=0.0).to(device=t.device, dtype=t.dtype)
-        with torch.no_grad():
-            new.relative_position_bias_table.copy_(out.reshape(H, -1).t())
-        return new
+# Names that moved to fastnips.vision.swin / fastnips.vision.freqbias_transfer; the old path warns.
+__getattr__ = moved(__name__, {"SwinRelPosBias": "fastnips.vision.swin",
+                               "relative_position_index": "fastnips.vision.swin",
+                               "MODES": "fastnips.vision.freqbias_transfer",
+                               "_refine_kernel": "fastnips.vision.freqbias_transfer"})
