@@ -1,20 +1,20 @@
-"""HTC / Tian-HTC / edgewise identification: SEMID oracle agreement, randomness, invariants, identifier.
+"""HTC / Tian-HTC / edgewise identification: SEMID oracle agreement, randomness, invariants, certificates.
 
-Every test runs on the ``reference`` backend and on ``cpp`` when ``fastnips._C`` provides the functions.
-The SEMID answers come from shared/data/htc (SEMID 0.4.2): ``htcID(tianDecompose=FALSE)`` for plain HTC,
-``htcID()`` for Tian mode, ``edgewiseID(tianDecompose=FALSE, subsetSizeControl=Inf)`` for edgewise.
+Every test runs on the ``reference`` backend and on ``cpp`` when ``fastnips._C`` is available.
+The SEMID answers in tests/causal/data/ are SEMID 0.4.2's own (see data/README.md):
+``htcID(tianDecompose=FALSE)`` for plain HTC, ``htcID()`` for Tian mode,
+``edgewiseID(tianDecompose=FALSE, subsetSizeControl=Inf)`` for edgewise.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from functools import cache
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from fastnips import _backend
 from fastnips.causal import (
     IdentificationResult,
     MixedGraph,
@@ -24,71 +24,8 @@ from fastnips.causal import (
     htc_nonidentifiable,
     reference,
 )
-from fastnips.causal.htc import _resolve_backend
 
-# ---------------------------------------------------------------------------------------------- helpers
-DATA = Path(__file__).resolve().parent / "data"  # SEMID 0.4.2's answers (see data/README.md)
-
-
-def _load(name: str) -> list[dict]:
-    with open(DATA / name) as fh:
-        return [json.loads(line) for line in fh if line.strip()]
-
-
-CASES = _load("semid_cases_public.jsonl")
-EXHAUSTIVE_N3 = _load("semid_exhaustive_n3.jsonl")
-for _k, _r in enumerate(EXHAUSTIVE_N3):
-    _r.setdefault("id", f"n3_{_k:03d}")
-
-
-def graph_of(case: dict) -> MixedGraph:
-    return MixedGraph(case["n"], case["directed"], case["bidirected"])
-
-
-def native_has(op: str) -> tuple[bool, str]:
-    try:
-        from fastnips import _C
-    except ImportError as e:
-        return False, f"fastnips._C is not importable ({e})"
-    if not hasattr(_C, op):
-        return False, f"fastnips._C has no {op} (the native HTC core is not built)"
-    return True, ""
-
-
-def random_mixed_graph(rng: np.random.Generator, n: int, p_dir: float, p_bi: float, *,
-                       acyclic: bool = False, bow_free: bool = False) -> MixedGraph:
-    """Random mixed graph; acyclic ones get a random topological order; bow-free drops bidirected edges
-    that share a pair with a directed edge."""
-    directed = [(i, j) for i in range(n) for j in range(n)
-                if i != j and (not acyclic or i < j) and rng.random() < p_dir]
-    pairs = {(min(e), max(e)) for e in directed}
-    bidirected = [(i, j) for i in range(n) for j in range(i + 1, n)
-                  if rng.random() < p_bi and not (bow_free and (i, j) in pairs)]
-    g = MixedGraph(n, directed, bidirected)
-    if acyclic:
-        g = g.permute(rng.permutation(n).tolist())
-    return g
-
-
-def random_parameters(rng: np.random.Generator, g: MixedGraph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(Lambda, Omega, Sigma) with edge weights of modulus in [0.2, 0.9], a diagonally dominant Omega and
-    Sigma = (I - Lambda)^{-T} Omega (I - Lambda)^{-1}."""
-    n = g.n
-    while True:
-        Lam = np.zeros((n, n))
-        for i, j in g.directed:
-            Lam[i, j] = rng.uniform(0.2, 0.9) * rng.choice([-1.0, 1.0])
-        IL = np.eye(n) - Lam
-        if n == 0 or np.linalg.cond(IL) < 1e4:
-            break
-    Om = np.zeros((n, n))
-    for i, j in g.bidirected:
-        Om[i, j] = Om[j, i] = rng.uniform(-0.6, 0.6)
-    Om[np.diag_indices(n)] = np.abs(Om).sum(axis=1) + rng.uniform(0.5, 1.5, size=n)
-    A = np.linalg.inv(IL)
-    Sigma = A.T @ Om @ A
-    return Lam, Om, 0.5 * (Sigma + Sigma.T)
-
+from ._builders import CASES, EXHAUSTIVE_N3, check_identifier, graph_of, random_graphs, random_mixed_graph
 
 METHODS = ["randomized", "maxflow"]
 EW_CASES = [c for c in CASES if c["edgewise_subset_size_control"] == "Inf"]
@@ -170,12 +107,13 @@ def test_edgewise_enumeration_oracle_matches_semid():
 
 
 def test_nonidentifiable_certificate_matches_semid():
-    backends = ["reference"] + (["cpp"] if native_has("htc_nonidentifiable")[0] else [])
     cases = [c for c in CASES if c["htc_nonidentifiable_certified"] is not None]
     assert len(cases) > 50
-    for be in backends:
+    for be in ("reference", "auto"):  # the certificate has the reference backend only
         for c in cases:
             assert htc_nonidentifiable(graph_of(c), backend=be) == c["htc_nonidentifiable_certified"], c["id"]
+    with pytest.raises(ValueError, match="htc_nonidentifiable has no 'cpp' backend"):
+        htc_nonidentifiable(graph_of(cases[0]), backend="cpp")
 
 
 # ---------------------------------------------------------------------------------------------- randomness
@@ -229,26 +167,13 @@ def test_identify_many_matches_single_calls(htc_backend, method, tian):
     assert htc_identify_many([], backend=htc_backend) == []
 
 
-# ---------------------------------------------------------------------------------------------- random graphs
-@cache
-def _random_graphs() -> tuple[MixedGraph, ...]:
-    rng = np.random.default_rng(20260501)
-    out = []
-    for k in range(160):
-        n = int(rng.integers(1, 13))
-        p_dir = float(rng.choice([0.1, 0.2, 0.3, 0.45]))
-        p_bi = float(rng.choice([0.0, 0.1, 0.25, 0.5]))
-        out.append(random_mixed_graph(rng, n, p_dir, p_bi, acyclic=k % 3 == 0))
-    return tuple(out)
-
-
 def _max_indegree(g):
     return max((len(g.parents(v)) for v in range(g.n)), default=0)
 
 
 def test_relabelling_permutes_results(htc_backend):
     rng = np.random.default_rng(7)
-    for g in _random_graphs()[::2]:
+    for g in random_graphs()[::2]:
         perm = rng.permutation(g.n).tolist()
         h = g.permute(perm)
         for kw in ({}, {"tian": True}, {"method": "maxflow"}):
@@ -261,7 +186,7 @@ def test_relabelling_permutes_results(htc_backend):
 
 def test_edge_order_does_not_matter(htc_backend):
     rng = np.random.default_rng(8)
-    for g in _random_graphs()[::3]:
+    for g in random_graphs()[::3]:
         d, b = list(g.directed), list(g.bidirected)
         rng.shuffle(d)
         rng.shuffle(b)
@@ -273,7 +198,7 @@ def test_edge_order_does_not_matter(htc_backend):
 
 
 def test_invariants_on_random_graphs(htc_backend):
-    for g in _random_graphs():
+    for g in random_graphs():
         plain = htc_identify(g, backend=htc_backend)
         exact = htc_identify(g, method="maxflow", backend=htc_backend)
         tian = htc_identify(g, tian=True, backend=htc_backend)
@@ -312,9 +237,9 @@ def test_acyclic_bow_free_graphs_are_identifiable(htc_backend):
         assert htc_identify(h, backend=htc_backend).identifiable
 
 
-def test_edgewise_rank_equals_enumeration_on_random_graphs():
+def test_edgewise_rank_equals_enumeration_onrandom_graphs():
     """The polynomial (rank) edgewise decision equals SEMID's subset enumeration (the oracle)."""
-    for g in _random_graphs():
+    for g in random_graphs():
         if _max_indegree(g) > 7:
             continue
         d, b = g.to_arrays()
@@ -345,7 +270,7 @@ def _check_htc_certificate(g: MixedGraph, r: IdentificationResult) -> None:
 
 
 def test_htc_certificates_are_valid(htc_backend):
-    for g in _random_graphs():
+    for g in random_graphs():
         for method in METHODS:
             r = htc_identify(g, method=method, backend=htc_backend)
             assert set(r.order) == set(r.identified_nodes)
@@ -353,7 +278,7 @@ def test_htc_certificates_are_valid(htc_backend):
 
 
 def test_tian_certificates_are_valid(htc_backend):
-    for g in _random_graphs():
+    for g in random_graphs():
         r = htc_identify(g, tian=True, backend=htc_backend)
         G = reference._G(g.n, *g.to_arrays())
         comps, component = reference.tian_decompose(G)
@@ -379,7 +304,7 @@ def test_tian_certificates_are_valid(htc_backend):
 
 
 def test_edgewise_steps_are_valid(htc_backend):
-    for g in _random_graphs():
+    for g in random_graphs():
         r = edgewise_identify(g, backend=htc_backend)
         G = reference._G(g.n, *g.to_arrays())
         htr = [reference.htr_from(G, v) for v in range(g.n)]
@@ -400,91 +325,6 @@ def test_edgewise_steps_are_valid(htc_backend):
             unsolved[v] = U - set(S)
         expect = np.array([i not in unsolved[j] for i, j in g.directed], dtype=bool)
         assert np.array_equal(expect, r.edge_solved), g
-
-
-# ---------------------------------------------------------------------------------------------- identifier
-def _check_identifier(r: IdentificationResult, rng: np.random.Generator, tol: float = 1e-8) -> None:
-    g = r.graph
-    Lam, Om, Sigma = random_parameters(rng, g)
-    L_hat, O_hat = r.identifier(Sigma)
-    assert L_hat.shape == (g.n, g.n)
-    assert O_hat.shape == (g.n, g.n)
-    edge = np.zeros((g.n, g.n), dtype=bool)
-    for (i, j), s in zip(g.directed, r.edge_solved):
-        edge[i, j] = True
-        if s:
-            assert abs(L_hat[i, j] - Lam[i, j]) <= tol * max(1.0, abs(Lam[i, j])), (g, i, j)
-        else:
-            assert np.isnan(L_hat[i, j]), (g, i, j)
-    assert np.all(L_hat[~edge] == 0)
-    known = r.node_solved
-    sib = np.eye(g.n, dtype=bool)
-    for i, j in g.bidirected:
-        sib[i, j] = sib[j, i] = True
-    assert np.all(O_hat[~sib] == 0)
-    both = np.outer(known, known) & sib
-    assert np.all(np.isnan(O_hat[sib & ~both])), g
-    scale = np.maximum(1.0, np.abs(Om))
-    assert np.all(np.abs(O_hat[both] - Om[both]) <= tol * scale[both]), g
-
-
-def test_identifier_recovers_parameters_on_semid_cases(htc_backend):
-    rng = np.random.default_rng(3)
-    for c in CASES:
-        g = graph_of(c)
-        _check_identifier(htc_identify(g, backend=htc_backend), rng)
-        _check_identifier(htc_identify(g, method="maxflow", backend=htc_backend), rng)
-        _check_identifier(htc_identify(g, tian=True, backend=htc_backend), rng)
-        if c["edgewise_subset_size_control"] == "Inf":
-            _check_identifier(edgewise_identify(g, backend=htc_backend), rng)
-
-
-def test_identifier_recovers_parameters_on_random_graphs(htc_backend):
-    rng = np.random.default_rng(4)
-    for g in _random_graphs():
-        for r in (htc_identify(g, backend=htc_backend), htc_identify(g, tian=True, backend=htc_backend),
-                  edgewise_identify(g, backend=htc_backend)):
-            _check_identifier(r, rng)
-
-
-def test_identifier_on_classic_graphs(htc_backend):
-    iv = MixedGraph(3, directed=[(0, 1), (1, 2)], bidirected=[(1, 2)])
-    Lam = np.array([[0, 0.8, 0], [0, 0, -0.5], [0, 0, 0]])
-    Om = np.array([[1.0, 0, 0], [0, 1.2, 0.4], [0, 0.4, 0.9]])
-    A = np.linalg.inv(np.eye(3) - Lam)
-    Sigma = A.T @ Om @ A
-    L_hat, O_hat = htc_identify(iv, backend=htc_backend).identifier(Sigma)
-    np.testing.assert_allclose(L_hat, Lam, atol=1e-12)
-    np.testing.assert_allclose(O_hat, Om, atol=1e-12)
-    # the instrument formula: lambda_12 = Sigma_02 / Sigma_01
-    assert L_hat[1, 2] == pytest.approx(Sigma[0, 2] / Sigma[0, 1], rel=1e-12)
-    # the bow: nothing about 0 -> 1 is identified, Omega_00 is
-    bow = MixedGraph(2, directed=[(0, 1)], bidirected=[(0, 1)])
-    L_hat, O_hat = htc_identify(bow, backend=htc_backend).identifier(np.array([[1.0, 0.5], [0.5, 2.0]]))
-    assert np.isnan(L_hat[0, 1])
-    assert L_hat[1, 0] == 0
-    assert O_hat[0, 0] == pytest.approx(1.0)
-    assert np.isnan(O_hat[1, 1])
-    assert np.isnan(O_hat[0, 1])
-
-
-def test_identifier_rejects_bad_sigma():
-    iv = MixedGraph(3, directed=[(0, 1), (1, 2)], bidirected=[(1, 2)])
-    r = htc_identify(iv, backend="reference")
-    good = np.eye(3) + 0.1
-    with pytest.raises(ValueError, match=r"shape \(3, 3\)"):
-        r.identifier(np.eye(2))
-    with pytest.raises(ValueError, match="symmetric"):
-        r.identifier(good + np.triu(np.ones((3, 3)), 1))
-    bad = good.copy()
-    bad[0, 0] = np.nan
-    with pytest.raises(ValueError, match="NaN or inf"):
-        r.identifier(bad)
-    with pytest.raises(ValueError, match="real"):
-        r.identifier("sigma")
-    # a covariance where the instrument is uncorrelated with the treatment: not generic
-    with pytest.raises(ValueError, match="not generic"):
-        r.identifier(np.diag([1.0, 2.0, 3.0]))
 
 
 # ---------------------------------------------------------------------------------------------- API
@@ -564,24 +404,24 @@ def test_argument_errors():
 
 
 def test_backend_resolution():
-    assert _resolve_backend("reference")[0] == "reference"
-    has, _ = native_has("htc_identify")
-    assert _resolve_backend("auto")[0] == ("cpp" if has else "reference")
+    g = MixedGraph(1)
+    assert htc_identify(g, backend="reference").backend == "reference"
+    has = _backend.backend_available("cpp")
+    assert htc_identify(g).backend == ("cpp" if has else "reference")
+    assert edgewise_identify(g).backend == ("cpp" if has else "reference")
     if has:
-        assert _resolve_backend("cpp")[0] == "cpp"
+        assert htc_identify(g, backend="cpp").backend == "cpp"
     else:
         with pytest.raises(ValueError, match="backend 'cpp' is not available"):
-            htc_identify(MixedGraph(1), backend="cpp")
+            htc_identify(g, backend="cpp")
     with pytest.raises(TypeError, match="backend must be a string"):
-        _resolve_backend(None)
+        htc_identify(g, backend=None)
 
 
 def test_native_contract_with_a_stand_in(monkeypatch):
     """The dispatch accepts the native core's plain-list dicts: a stand-in ``fastnips._C`` that returns the
     reference's answers as JSON-style lists must give the same results as the reference backend."""
     import types
-
-    from fastnips import _backend
 
     def listify(x):
         return json.loads(json.dumps(x, default=lambda a: a.tolist()))
@@ -595,7 +435,7 @@ def test_native_contract_with_a_stand_in(monkeypatch):
     monkeypatch.setattr(_backend, "backend_available", lambda name: name in ("reference", "cpp"))
     monkeypatch.setattr(_backend, "_probe", lambda name: (name in ("reference", "cpp"), ""))
     rng = np.random.default_rng(5)
-    graphs = list(_random_graphs()[:40])
+    graphs = list(random_graphs()[:40])
     for g in graphs:
         for tian in (False, True):
             a = htc_identify(g, tian=tian, backend="cpp")
@@ -604,13 +444,13 @@ def test_native_contract_with_a_stand_in(monkeypatch):
             assert a.identified_edges == b.identified_edges
             assert a.order == b.order
             assert a.sources == b.sources
-            _check_identifier(a, rng)
+            check_identifier(a, rng)
         e = edgewise_identify(g, backend="cpp")
         assert e.steps == edgewise_identify(g, backend="reference").steps
-        _check_identifier(e, rng)
+        check_identifier(e, rng)
     many = htc_identify_many(graphs, tian=True, backend="auto")
     assert [r.identified_nodes for r in many] == [htc_identify(g, tian=True).identified_nodes for g in graphs]
-    with pytest.raises(ValueError, match="no htc_nonidentifiable"):
+    with pytest.raises(ValueError, match="htc_nonidentifiable has no 'cpp' backend"):
         htc_nonidentifiable(graphs[0], backend="cpp")
     # malformed native output is reported, not silently accepted
     fake.htc_identify = lambda *a: {"solved": [True], "order": [], "sources": [[]], "rounds": 0, "tests": 0}

@@ -414,13 +414,6 @@ def test_digits_without_sklearn_raises_import_error():
     assert "sklearn" in out
 
 
-def test_graphs_module_is_light():
-    code = ("import sys, fastnips.data.graphs; print([m for m in ('torch', 'networkx', 'sklearn', 'scipy') "
-            "if m in sys.modules])")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
-
-
 def test_induced_motif_checker_rejects_non_motifs():
     """The helper above must tell house, cycle and look-alikes apart, or the motif tests prove nothing."""
     def sample(pairs, n=5):

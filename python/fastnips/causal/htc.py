@@ -18,9 +18,10 @@ mode (Tian 2005; SEMID's default ``htcID``) runs the HTC on each c-component and
 Public functions: :func:`htc_identify`, :func:`edgewise_identify`, :func:`htc_nonidentifiable`,
 :func:`htc_identify_many`; results are :class:`IdentificationResult`.
 
-Backends (``backend=``): ``"cpp"`` is the native core ``fastnips._C`` (incremental rank / max-flow, GIL
-released); ``"reference"`` is :mod:`fastnips.causal.reference` (pure Python, the test oracle); ``"auto"``
-picks ``"cpp"`` when the extension provides the function, else ``"reference"``.
+Backends (``backend=``, decided by :func:`fastnips._backend.resolve`): ``"cpp"`` is the native core
+``fastnips._C`` (incremental rank / max-flow, GIL released); ``"reference"`` is
+:mod:`fastnips.causal.reference` (pure Python, the test oracle); ``"auto"`` picks ``"cpp"`` when the compiled
+module is available, else ``"reference"``.  :func:`htc_nonidentifiable` has the reference backend only.
 
 Backend contract (what ``fastnips._C`` and :mod:`~fastnips.causal.reference` both return)
 -----------------------------------------------------------------------------------------
@@ -57,7 +58,6 @@ from __future__ import annotations
 import operator
 from collections.abc import Iterable
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -65,6 +65,7 @@ import numpy as np
 from .. import _backend
 from . import identifier as _ident
 from . import reference
+from ._ref_modp import _is_prime
 from .graph import MixedGraph
 from .reference import _G, DEFAULT_PRIME
 
@@ -76,24 +77,8 @@ __all__ = [
     "htc_nonidentifiable",
 ]
 
-_BACKENDS = ("reference", "cpp")
-
-
-# ---------------------------------------------------------------------------------------------- dispatch
-def _resolve_backend(backend: str, op: str = "htc_identify") -> tuple[str, ModuleType]:
-    """Map ``backend`` to ``(name, implementation)`` for the native function ``op``, through the shared
-    dispatch (:func:`fastnips._backend.resolve`): ``"reference"`` -> :mod:`fastnips.causal.reference`;
-    ``"cpp"`` -> ``fastnips._C``; ``"auto"`` -> ``"cpp"`` when available, else ``"reference"``.
-    """
-    name = _backend.resolve(backend, op=op, supported=_BACKENDS, auto=_BACKENDS[::-1])
-    if name == "reference":
-        return name, reference
-    C = _backend.native()
-    if not hasattr(C, op):  # a stale build from before the causal core existed
-        if backend == "auto":
-            return "reference", reference
-        raise ValueError(f"backend 'cpp' is not available here: fastnips._C has no {op} (rebuild: pip install .)")
-    return name, C
+#: Backends of htc_identify, edgewise_identify and htc_identify_many (htc_nonidentifiable: reference only).
+BACKENDS = ("reference", "cpp")
 
 
 # ---------------------------------------------------------------------------------------------- arguments
@@ -123,7 +108,7 @@ def _check_common(method: str | None, tian: Any, seed: Any, prime: Any) -> tuple
         raise ValueError(f"tian must be a bool, got {tian!r}")
     seed = _check_int(seed, "seed", 0, 1 << 64)
     prime = _check_int(prime, "prime", 2, 1 << 62)
-    if not reference._is_prime(prime):
+    if not _is_prime(prime):
         raise ValueError(f"prime must be a prime number (below 2**62), got {prime}")
     return seed, prime
 
@@ -151,6 +136,13 @@ class IdentificationResult:
     order, sources, steps, component
         The certificate used by :meth:`identifier` (see the module docstring).
     seed, prime : int
+
+    Examples
+    --------
+    >>> from fastnips.causal import MixedGraph, htc_identify
+    >>> r = htc_identify(MixedGraph(3, directed=[(0, 1), (1, 2)], bidirected=[(1, 2)]))
+    >>> r.identified_edges, r.sources
+    ([(0, 1), (1, 2)], ((), (0,), (0,)))
     """
 
     graph: MixedGraph
@@ -343,7 +335,7 @@ def htc_identify(g: MixedGraph, *, method: str = "randomized", tian: bool = Fals
     References
     ----------
     R. Foygel, J. Draisma, M. Drton (2012). Half-trek criterion for generic identifiability of linear
-    structural equation models. Ann. Statist. 40(3):1682-1713.
+    structural equation models. Ann. Statist. 40(3):1682-1713. arXiv:1107.5552.
     J. Tian (2005). Identifying direct causal effects in linear models. AAAI 2005, 346-352.
 
     Examples
@@ -355,7 +347,8 @@ def htc_identify(g: MixedGraph, *, method: str = "randomized", tian: bool = Fals
     """
     g = _check_graph(g)
     seed, prime = _check_common(method, tian, seed, prime)
-    name, impl = _resolve_backend(backend, "htc_identify")
+    name = _backend.resolve(backend, op="htc_identify", supported=BACKENDS)
+    impl = _backend.native() if name == "cpp" else reference
     d, b = g.to_arrays()
     raw = impl.htc_identify(g.n, d, b, method, bool(tian), seed, prime)
     return _htc_result(g, raw, tian=bool(tian), method=method, backend=name, seed=seed, prime=prime)
@@ -394,10 +387,19 @@ def edgewise_identify(g: MixedGraph, *, seed: int = 0, prime: int = DEFAULT_PRIM
     ----------
     L. Weihs, B. Robinson, E. Dufresne, J. Kenkel, K. Kubjas, R. McGee II, N. Nguyen, E. Robeva, M. Drton
     (2018). Determinantal generalizations of instrumental variables. J. Causal Inference 6(1).
+    arXiv:1702.03884.
+
+    Examples
+    --------
+    >>> from fastnips.causal import MixedGraph, edgewise_identify
+    >>> g = MixedGraph(3, directed=[(0, 1), (1, 2)], bidirected=[(1, 2)])
+    >>> edgewise_identify(g).identified_edges
+    [(0, 1), (1, 2)]
     """
     g = _check_graph(g)
     seed, prime = _check_common(None, None, seed, prime)
-    name, impl = _resolve_backend(backend, "edgewise_identify")
+    name = _backend.resolve(backend, op="edgewise_identify", supported=BACKENDS)
+    impl = _backend.native() if name == "cpp" else reference
     d, b = g.to_arrays()
     raw = impl.edgewise_identify(g.n, d, b, seed, prime)
     return _edgewise_result(g, raw, backend=name, seed=seed, prime=prime)
@@ -406,30 +408,66 @@ def edgewise_identify(g: MixedGraph, *, seed: int = 0, prime: int = DEFAULT_PRIM
 def htc_nonidentifiable(g: MixedGraph, *, backend: str = "auto") -> bool:
     r"""FDD's necessary condition: ``True`` certifies that :math:`G` is generically infinite-to-one.
 
-    By FDD Theorem 2 (SEMID ``graphID.nonHtcID``), if no family :math:`(Y_v)` of HTC-satisfying sets is
-    free of pairs :math:`v \in Y_w, w \in Y_v`, the parametrization has generically infinite fibres.  This
-    is one max-flow on a network with :math:`2n^2 + N + 2` nodes (:math:`N` non-sibling pairs).
-    ``False`` means HTC-identifiable or inconclusive.
+    By Foygel, Draisma & Drton (2012), Theorem 2 (SEMID ``graphID.nonHtcID``): if every family
+    :math:`(Y_v)_{v \in V}` in which each :math:`Y_v` satisfies the HTC for :math:`v` contains a pair
+    :math:`v \in Y_w,\ w \in Y_v`, the map :math:`(\Lambda, \Omega) \mapsto \Sigma` has generically infinite
+    fibres.  Decided by one max-flow on a network with :math:`2n^2 + N + 2` nodes (:math:`N` non-sibling
+    pairs): the certificate holds iff the max-flow is below :math:`|D|`.
 
     Parameters
     ----------
     g : MixedGraph
-    backend : {"auto", "cpp", "reference"}, default "auto"
-        ``"auto"`` uses ``fastnips._C.htc_nonidentifiable`` if the extension has it.
+    backend : {"auto", "reference"}, default "auto"
+        Only the pure-Python reference (one :func:`scipy.sparse.csgraph.maximum_flow` call) implements it;
+        ``"cpp"`` raises :class:`ValueError`.
+
+    Returns
+    -------
+    bool
+        ``True``: certified generically non-identifiable.  ``False``: HTC-identifiable or inconclusive.
+
+    References
+    ----------
+    R. Foygel, J. Draisma, M. Drton (2012). Half-trek criterion for generic identifiability of linear
+    structural equation models. Ann. Statist. 40(3):1682-1713. arXiv:1107.5552.
+
+    Examples
+    --------
+    >>> from fastnips.causal import MixedGraph, htc_nonidentifiable
+    >>> htc_nonidentifiable(MixedGraph(2, directed=[(0, 1)], bidirected=[(0, 1)]))  # the bow
+    True
     """
     g = _check_graph(g)
-    _name, impl = _resolve_backend(backend, "htc_nonidentifiable")
+    _backend.resolve(backend, op="htc_nonidentifiable", supported=("reference",))
     d, b = g.to_arrays()
-    return bool(impl.htc_nonidentifiable(g.n, d, b))
+    return bool(reference.htc_nonidentifiable(g.n, d, b))
 
 
 def htc_identify_many(graphs: Iterable[MixedGraph], *, method: str = "randomized", tian: bool = False,
                       seed: int = 0, prime: int = DEFAULT_PRIME,
                       backend: str = "auto") -> list[IdentificationResult]:
-    """:func:`htc_identify` on many graphs; the native backend releases the GIL and uses all cores.
+    r""":func:`htc_identify` on many graphs; the native backend releases the GIL and uses all cores.
 
-    Parameters are as in :func:`htc_identify`; every graph uses the same ``seed``.  Returns one
-    :class:`IdentificationResult` per graph, in order.
+    Each graph gets the HTC fixpoint of :func:`htc_identify` (Foygel, Draisma & Drton 2012), with the same
+    ``method``, ``tian``, ``seed`` and ``prime``.
+
+    Parameters
+    ----------
+    graphs : iterable of MixedGraph
+    method, tian, seed, prime, backend
+        As in :func:`htc_identify`, the same for every graph.
+
+    Returns
+    -------
+    list of IdentificationResult
+        One per graph, in order.
+
+    Examples
+    --------
+    >>> from fastnips.causal import MixedGraph, htc_identify_many
+    >>> gs = [MixedGraph(2, directed=[(0, 1)]), MixedGraph(2, directed=[(0, 1)], bidirected=[(0, 1)])]
+    >>> [r.identifiable for r in htc_identify_many(gs)]
+    [True, False]
     """
     if isinstance(graphs, MixedGraph):
         raise ValueError("graphs must be an iterable of MixedGraph, got a single MixedGraph "
@@ -441,7 +479,8 @@ def htc_identify_many(graphs: Iterable[MixedGraph], *, method: str = "randomized
     for k, g in enumerate(gs):
         _check_graph(g, f"graphs[{k}]")
     seed, prime = _check_common(method, tian, seed, prime)
-    name, impl = _resolve_backend(backend, "htc_identify_many")
+    name = _backend.resolve(backend, op="htc_identify_many", supported=BACKENDS)
+    impl = _backend.native() if name == "cpp" else reference
     triples = [(g.n, *g.to_arrays()) for g in gs]
     raws = impl.htc_identify_many(triples, method, bool(tian), seed, prime)
     if len(raws) != len(gs):

@@ -19,7 +19,10 @@ Datasets
     scikit-learn's 8×8 digits as 64-node grid graphs (needs the optional package scikit-learn, which
     ships the images; nothing is downloaded).
 
-Helpers: :func:`barabasi_albert_edges`, :func:`edge_homophily`.
+The sample type and :func:`collate` live in :mod:`fastnips.data.graph_sample`; the random graph
+generators and edge-index helpers (:func:`barabasi_albert_edges`, :func:`erdos_renyi_edges`,
+:func:`edge_homophily`, :func:`undirected_edge_index`) in :mod:`fastnips.data.random_graphs`; both are
+re-exported here.
 
 Only numpy is imported at module level; scikit-learn is imported on first use of
 :func:`digits_grid_graphs`.
@@ -27,10 +30,18 @@ Only numpy is imported at module level; scikit-learn is imported on first use of
 
 from __future__ import annotations
 
-import numbers
-from dataclasses import dataclass
-
 import numpy as np
+
+from .graph_sample import GraphSample, collate
+from .random_graphs import (
+    _check_int,
+    _check_real,
+    _to_edge_index,
+    barabasi_albert_edges,
+    edge_homophily,
+    erdos_renyi_edges,
+    undirected_edge_index,
+)
 
 __all__ = [
     "MOTIF_LABELS",
@@ -56,301 +67,7 @@ _MOTIF_SIZE = 5
 
 
 # ---------------------------------------------------------------------------------------------------
-# the sample type and batching
-
-
-@dataclass
-class GraphSample:
-    """One graph in PyG conventions, as numpy arrays.
-
-    Attributes
-    ----------
-    edge_index : numpy.ndarray
-        ``int64`` array of shape ``(2, 2E)``: every undirected edge ``{u, v}`` appears as ``(u, v)`` and
-        ``(v, u)``; columns sorted by source then target; no self loops and no duplicates.
-    x : numpy.ndarray
-        ``float32`` node features of shape ``(n, d)``.
-    y : int or numpy.ndarray
-        The graph label (a Python ``int``) for graph classification, or an ``int64`` array of shape
-        ``(n,)`` with one label per node for node classification.
-    motif_mask : numpy.ndarray or None
-        ``bool`` array of shape ``(n,)``, True on the ground-truth important nodes (the motif of
-        :func:`ba_motifs`); None where a dataset has no ground truth.
-    train_mask, val_mask, test_mask : numpy.ndarray or None
-        ``bool`` arrays of shape ``(n,)`` for node classification (disjoint, covering all nodes);
-        None for graph classification.
-    """
-
-    edge_index: np.ndarray
-    x: np.ndarray
-    y: int | np.ndarray
-    motif_mask: np.ndarray | None = None
-    train_mask: np.ndarray | None = None
-    val_mask: np.ndarray | None = None
-    test_mask: np.ndarray | None = None
-
-    def __repr__(self) -> str:
-        parts = [f"num_nodes={self.num_nodes}", f"num_edges={self.num_edges}", f"num_features={self.num_features}"]
-        parts.append(f"y={self.y}" if np.ndim(self.y) == 0 else f"y=<{np.asarray(self.y).dtype} {np.shape(self.y)}>")
-        if self.motif_mask is not None:
-            parts.append(f"motif_nodes={int(np.count_nonzero(self.motif_mask))}")
-        if self.train_mask is not None:
-            parts.append("masks=train/val/test")
-        return f"GraphSample({', '.join(parts)})"
-
-    @property
-    def num_nodes(self) -> int:
-        """Number of nodes, ``x.shape[0]``."""
-        return int(self.x.shape[0])
-
-    @property
-    def num_edges(self) -> int:
-        """Number of directed edges, ``edge_index.shape[1]`` (twice the undirected count, as in PyG)."""
-        return int(self.edge_index.shape[1])
-
-    @property
-    def num_features(self) -> int:
-        """Feature dimension ``d``."""
-        return int(self.x.shape[1])
-
-
-def collate(samples, *, return_motif_mask: bool = False):
-    """Batch graphs into one block-diagonal graph, PyG-style.
-
-    Parameters
-    ----------
-    samples : sequence of GraphSample
-        At least one sample; all must have the same feature dimension and the same kind of label
-        (all graph-level ``int`` or all node-level arrays).
-    return_motif_mask : bool, default False
-        Also return the concatenated ``motif_mask`` (every sample must have one).
-
-    Returns
-    -------
-    x : numpy.ndarray
-        ``float32``, shape ``(N, d)`` with ``N`` the total number of nodes.
-    edge_index : numpy.ndarray
-        ``int64``, shape ``(2, sum of E_i)``; the edges of sample ``i`` are shifted by the number of
-        nodes in samples ``0..i-1``.
-    batch : numpy.ndarray
-        ``int64``, shape ``(N,)``: the index of the sample each node came from.
-    y : numpy.ndarray
-        ``int64``; shape ``(B,)`` for graph labels, ``(N,)`` for node labels.
-    motif_mask : numpy.ndarray
-        ``bool``, shape ``(N,)``; only with ``return_motif_mask=True``.
-
-    Raises
-    ------
-    ValueError
-        If ``samples`` is empty, feature dimensions differ, label kinds are mixed, or a motif mask is
-        requested but missing.
-    TypeError
-        If an element is not a :class:`GraphSample`.
-
-    Examples
-    --------
-    >>> x, edge_index, batch, y = collate(ba_motifs(4, seed=1))
-    >>> x.shape[0] == batch.shape[0] and y.shape == (4,)
-    True
-    """
-    samples = list(samples)
-    if not samples:
-        raise ValueError("collate: need at least one GraphSample, got an empty sequence")
-    for i, s in enumerate(samples):
-        if not isinstance(s, GraphSample):
-            raise TypeError(f"collate: element {i} is a {type(s).__name__}, not a GraphSample")
-    d = samples[0].num_features
-    bad = [i for i, s in enumerate(samples) if s.num_features != d]
-    if bad:
-        raise ValueError(f"collate: feature dimension differs: sample 0 has {d}, "
-                         f"sample {bad[0]} has {samples[bad[0]].num_features}")
-    node_level = [np.ndim(s.y) > 0 for s in samples]
-    if any(node_level) and not all(node_level):
-        raise ValueError("collate: cannot mix graph-level (int) and node-level (array) labels")
-
-    sizes = np.array([s.num_nodes for s in samples], dtype=np.int64)
-    offsets = np.zeros(len(samples), dtype=np.int64)
-    np.cumsum(sizes[:-1], out=offsets[1:])
-    x = np.concatenate([s.x for s in samples], axis=0).astype(np.float32, copy=False)
-    edge_index = np.concatenate([s.edge_index.astype(np.int64, copy=False) + off
-                                 for s, off in zip(samples, offsets)], axis=1)
-    batch = np.repeat(np.arange(len(samples), dtype=np.int64), sizes)
-    if node_level[0]:
-        y = np.concatenate([np.asarray(s.y, dtype=np.int64) for s in samples])
-    else:
-        y = np.array([int(s.y) for s in samples], dtype=np.int64)
-    if not return_motif_mask:
-        return x, edge_index, batch, y
-    missing = [i for i, s in enumerate(samples) if s.motif_mask is None]
-    if missing:
-        raise ValueError(f"collate: return_motif_mask=True but sample {missing[0]} has no motif_mask")
-    motif_mask = np.concatenate([np.asarray(s.motif_mask, dtype=bool) for s in samples])
-    return x, edge_index, batch, y, motif_mask
-
-
-# ---------------------------------------------------------------------------------------------------
-# small helpers
-
-
-def _check_int(name: str, value, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
-
-
-def _check_real(name: str, value, lo: float | None = None, hi: float | None = None) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
-        raise ValueError(f"{name} must be a finite real number, got {value!r}")
-    if (lo is not None and value < lo) or (hi is not None and value > hi):
-        raise ValueError(f"{name} must lie in [{lo}, {hi}], got {value}")
-    return float(value)
-
-
-def undirected_edge_index(pairs) -> np.ndarray:
-    """A PyG ``edge_index`` listing every undirected pair in both directions.
-
-    Parameters
-    ----------
-    pairs : array-like of int, shape (E, 2) (or anything that reshapes to it)
-        Undirected edges ``(u, v)``, each once (distinct, no self loops: not checked).
-
-    Returns
-    -------
-    ndarray of int64, shape (2, 2E)
-        The E pairs as given, then their E reverses: so per-edge weights ``w`` of the pairs become
-        ``np.concatenate([w, w])``.
-
-    Examples
-    --------
-    >>> undirected_edge_index([(0, 1), (1, 2)]).tolist()
-    [[0, 1, 1, 2], [1, 2, 0, 1]]
-    """
-    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-    return np.concatenate([pairs.T, pairs.T[::-1]], axis=1)
-
-
-def erdos_renyi_edges(num_nodes: int, p: float, *, seed=0) -> np.ndarray:
-    """The ``edge_index`` of a G(n, p) random graph: each of the n(n-1)/2 pairs is an edge with probability p.
-
-    Dense sampling (one draw per pair), meant for small graphs (n up to a few thousand).
-
-    Parameters
-    ----------
-    num_nodes : int
-        n >= 0.
-    p : float
-        Edge probability in [0, 1].
-    seed : int, numpy.random.Generator or None, default 0
-
-    Returns
-    -------
-    ndarray of int64, shape (2, 2E)
-        Both directions of every edge (see :func:`undirected_edge_index`).
-    """
-    n = _check_int("num_nodes", num_nodes, 0)
-    p = _check_real("p", p, 0.0, 1.0)
-    rng = np.random.default_rng(seed)
-    iu = np.triu_indices(n, 1)
-    keep = rng.random(iu[0].size) < p
-    return undirected_edge_index(np.stack([iu[0][keep], iu[1][keep]], 1))
-
-
-def _to_edge_index(pairs: np.ndarray) -> np.ndarray:
-    """Undirected pairs ``(E, 2)`` (distinct, no loops) -> sorted both-direction ``(2, 2E)`` int64."""
-    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-    src = np.concatenate([pairs[:, 0], pairs[:, 1]])
-    dst = np.concatenate([pairs[:, 1], pairs[:, 0]])
-    order = np.lexsort((dst, src))
-    return np.stack([src[order], dst[order]])
-
-
-def edge_homophily(edge_index, y) -> float:
-    """Fraction of edges whose two endpoints share a label.
-
-    Parameters
-    ----------
-    edge_index : array_like
-        Integer array of shape ``(2, E)``.
-    y : array_like
-        Node labels of shape ``(n,)``.
-
-    Returns
-    -------
-    float
-        ``mean(y[src] == y[dst])``; ``nan`` for a graph without edges.
-    """
-    edge_index = np.asarray(edge_index)
-    y = np.asarray(y)
-    if edge_index.ndim != 2 or edge_index.shape[0] != 2:
-        raise ValueError(f"edge_homophily: edge_index must have shape (2, E), got {edge_index.shape}")
-    if edge_index.shape[1] == 0:
-        return float("nan")
-    return float(np.mean(y[edge_index[0]] == y[edge_index[1]]))
-
-
-# ---------------------------------------------------------------------------------------------------
-# Barabási–Albert and BA-motifs
-
-
-def barabasi_albert_edges(num_nodes: int, m: int = 1, *, seed=0) -> np.ndarray:
-    """Undirected edges of a Barabási–Albert preferential-attachment graph.
-
-    The process follows ``networkx.barabasi_albert_graph``: start from a star on ``m + 1`` nodes, then
-    attach each new node to ``m`` distinct existing nodes chosen with probability proportional to
-    their degree. The result is connected, has ``m * (num_nodes - m)`` edges (``m`` per added node plus
-    the ``m`` star edges), no self loops and no multi-edges. (Same law as networkx, not the same
-    random stream.)
-
-    Parameters
-    ----------
-    num_nodes : int
-        Number of nodes, at least ``m + 1``.
-    m : int, default 1
-        Edges added per new node, at least 1.
-    seed : int, numpy.random.Generator or None, default 0
-        Seed or generator for :func:`numpy.random.default_rng`.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``int64`` array of shape ``(E, 2)`` with ``u < v`` in every row.
-
-    Raises
-    ------
-    ValueError
-        If ``m < 1`` or ``num_nodes < m + 1``.
-    """
-    m = _check_int("m", m, 1)
-    num_nodes = _check_int("num_nodes", num_nodes, m + 1)
-    rng = np.random.default_rng(seed)
-    num_edges = m * (num_nodes - m)
-    edges = np.empty((num_edges, 2), dtype=np.int64)
-    # Every edge endpoint, once per incidence: uniform sampling from it is degree-proportional sampling.
-    ends = np.empty(2 * num_edges, dtype=np.int64)
-    edges[:m, 0] = 0
-    edges[:m, 1] = np.arange(1, m + 1)
-    ends[: 2 * m] = edges[:m].ravel()
-    e, k = m, 2 * m
-    for v in range(m + 1, num_nodes):
-        if m == 1:
-            targets = ends[rng.integers(0, k, size=1)]
-        else:
-            chosen: set[int] = set()
-            while len(chosen) < m:
-                for t in ends[rng.integers(0, k, size=m - len(chosen))]:
-                    chosen.add(int(t))
-                    if len(chosen) == m:
-                        break
-            targets = np.array(sorted(chosen), dtype=np.int64)
-        edges[e:e + m, 0] = targets
-        edges[e:e + m, 1] = v
-        ends[k:k + m] = targets
-        ends[k + m:k + 2 * m] = v
-        e += m
-        k += 2 * m
-    return edges
+# BA-motifs
 
 
 def _node_features(kind: str, degree: np.ndarray, feature_dim: int) -> np.ndarray:

@@ -1,9 +1,9 @@
 r"""An offline text corpus (the standard library's docstrings), a byte tokenizer and packed token ids.
 
-No natural-language corpus ships on PyPI without a download at run time (shared/notes/prune.md §4.3), but
-every Python installation carries one: the docstrings of its standard library. They are English prose
-about code, with some doctest and reST markup, which is close enough to the text a small LLM such as
-SmolLM2 was trained on to make perplexity meaningful, and large enough for calibration and evaluation.
+No natural-language corpus ships on PyPI without a download at run time, but every Python installation
+carries one: the docstrings of its standard library. They are English prose about code, with some
+doctest and reST markup, which is close enough to the text a small LLM such as SmolLM2 was trained on to
+make perplexity meaningful, and large enough for calibration and evaluation.
 
 Corpus
 ------
@@ -18,7 +18,8 @@ cannot contain a copy of a training document.
 The corpus depends on the interpreter's version. On CPython 3.11.7 with ``min_chars=200`` it has
 **2,093 documents, 1,165,586 characters, 1,165,625 UTF-8 bytes** (sha256 of the documents joined by
 ``"\x00"``: see ``tests/data/test_text.py``); the default split holds out 209 documents (104,411 byte
-tokens with EOS) and trains on 1,884 (1,063,307). Extraction takes about 3 s and is cached per process.
+tokens with EOS) and trains on 1,884 (1,063,307). Extraction parses every file once and is cached per
+process.
 
 Splits and tokens
 -----------------
