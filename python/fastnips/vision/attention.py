@@ -75,7 +75,10 @@ _TRITON_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 # ------------------------------------------------------------------------------------------------- spec
 @dataclass(frozen=True, eq=False)
 class BiasSpec:
-    """Compact relative position bias: ``B[h, i, j] = kernel[h, (r_i - r_j + oh) % Gh, (c_i - c_j + ow) % Gw]``.
+    r"""Compact relative position bias: a per-head table indexed by token offset.
+
+    .. math:: B_h[i, j] = \mathrm{kernel}\big[h,\ (r_i - r_j + o_h) \bmod G_h,\ (c_i - c_j + o_w) \bmod G_w\big],
+              \qquad (r_i, c_i) = (i // M_w,\ i \% M_w).
 
     Parameters
     ----------
@@ -88,6 +91,22 @@ class BiasSpec:
     periodic : bool
         True (frequency bias): offset (0, 0), index modulo the grid. False (Swin table): grid must be
         ``(2Mh-1, 2Mw-1)``, offset ``(Mh-1, Mw-1)``.
+
+    Notes
+    -----
+    Shapes: ``index()`` -> LongTensor (N, N); ``dense()`` -> (H, N, N).
+
+    References
+    ----------
+    "Relative positional bias parameterized in the frequency domain" (NeurIPS 2026; see
+    :mod:`fastnips.vision.freqbias`); Liu et al., *Swin Transformer*, ICCV 2021 (the non-periodic table).
+
+    Examples
+    --------
+    >>> import torch
+    >>> spec = BiasSpec(torch.zeros(2, 13, 13), window=7, grid=13)
+    >>> spec.dense().shape, spec.offset
+    (torch.Size([2, 49, 49]), (0, 0))
     """
 
     kernel: torch.Tensor
@@ -126,11 +145,23 @@ class BiasSpec:
         return (0, 0) if self.periodic else (self.window[0] - 1, self.window[1] - 1)
 
     def index(self) -> torch.Tensor:
-        """LongTensor (N, N): flat index into ``kernel.flatten(1)`` of every token pair."""
+        """Flat index into ``kernel.flatten(1)`` of every token pair.
+
+        Returns
+        -------
+        torch.Tensor
+            LongTensor of shape (N, N).
+        """
         return _flat_index(self.window, self.grid, self.offset, self.kernel.device)
 
     def dense(self) -> torch.Tensor:
-        """The materialised (H, N, N) bias (differentiable in ``kernel``)."""
+        """The materialised bias (differentiable in ``kernel``).
+
+        Returns
+        -------
+        torch.Tensor
+            Shape (H, N, N).
+        """
         return self.kernel.flatten(1)[:, self.index()]
 
 
@@ -144,9 +175,42 @@ def _flat_index(window, grid, offset, device) -> torch.Tensor:
 
 
 def bias_spec(module) -> BiasSpec:
-    """The compact :class:`BiasSpec` of a :class:`FreqRelPosBias` (``periodic=True``, kernel ``module.kernel()``)
-    or a :class:`SwinRelPosBias` (``periodic=False``, the table as (H, 2Mh-1, 2Mw-1)); ``spec.dense()`` equals
-    ``module()`` exactly, and gradients through the spec reach the module's parameters."""
+    r"""The compact :class:`BiasSpec` of a relative position bias module.
+
+    A :class:`FreqRelPosBias` gives ``periodic=True`` with kernel ``module.kernel()``; a
+    :class:`SwinRelPosBias` gives ``periodic=False`` with the table as (H, 2Mh-1, 2Mw-1):
+
+    .. math:: (o_h, o_w) = (0, 0) \text{ (frequency kernel)}, \qquad (o_h, o_w) = (M_h-1, M_w-1) \text{ (Swin table)}.
+
+    ``spec.dense()`` equals ``module()`` exactly, and gradients through the spec reach the module's parameters.
+
+    Parameters
+    ----------
+    module : FreqRelPosBias, SwinRelPosBias or BiasSpec
+        The bias; a :class:`BiasSpec` is returned as it is.
+
+    Returns
+    -------
+    BiasSpec
+        The compact spec.
+
+    Raises
+    ------
+    ValueError
+        Any other type.
+
+    References
+    ----------
+    "Relative positional bias parameterized in the frequency domain" (NeurIPS 2026; see
+    :mod:`fastnips.vision.freqbias`).
+
+    Examples
+    --------
+    >>> import torch
+    >>> bias = SwinRelPosBias(num_heads=2, window=7)
+    >>> torch.equal(bias_spec(bias).dense(), bias())
+    True
+    """
     if isinstance(module, BiasSpec):
         return module
     if isinstance(module, FreqRelPosBias):
@@ -299,7 +363,26 @@ def _restriction(name: str, device: torch.device, needs_grad: bool) -> str:
 
 
 def attention_backends(device="cpu", *, needs_grad: bool = False) -> list[str]:
-    """The backends of :func:`attention_with_bias` usable for tensors on ``device`` now.
+    r"""The backends of :func:`attention_with_bias` usable for tensors on ``device`` now.
+
+    Every backend computes the same :math:`O = \mathrm{softmax}(\mathrm{scale}\, q k^\top + B)\, v`.
+
+    Parameters
+    ----------
+    device : str or torch.device
+        Device of the tensors.
+    needs_grad : bool
+        Whether a backward is needed (FlexAttention has none on CPU).
+
+    Returns
+    -------
+    list of str
+        Names from ``ATTENTION_BACKENDS``, in that order.
+
+    References
+    ----------
+    "Relative positional bias parameterized in the frequency domain" (NeurIPS 2026; see
+    :mod:`fastnips.vision.freqbias`); Dao, *FlashAttention-2* (arXiv:2307.08691).
 
     Examples
     --------
@@ -361,8 +444,9 @@ def _scale_of(scale, head_dim: int) -> float:
 
 def attention_with_bias(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias_spec, *, backend: str = "auto",
                         scale: float | None = None) -> torch.Tensor:
-    r"""Multi-head attention with an additive relative position bias:
-    :math:`O = \mathrm{softmax}(\mathrm{scale}\, q k^\top + B)\, v`.
+    r"""Multi-head attention with an additive relative position bias.
+
+    .. math:: O = \mathrm{softmax}(\mathrm{scale}\, q k^\top + B)\, v.
 
     Parameters
     ----------
@@ -378,12 +462,19 @@ def attention_with_bias(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias_
 
     Returns
     -------
-    torch.Tensor (B, H, N, D), q's dtype. Differentiable in q, k, v and the bias table / dense bias.
+    torch.Tensor
+        Shape (B, H, N, D), q's dtype. Differentiable in q, k, v and the bias table / dense bias.
 
     Raises
     ------
     ValueError
         Shapes that do not fit (N != Mh*Mw, H mismatch, ...), an unknown backend or one not usable here.
+
+    References
+    ----------
+    "Relative positional bias parameterized in the frequency domain" (NeurIPS 2026; see
+    :mod:`fastnips.vision.freqbias`). Kernel design: Dao, *FlashAttention-2* (arXiv:2307.08691);
+    FlexAttention: Dong et al. (arXiv:2412.05496).
 
     Examples
     --------

@@ -114,8 +114,14 @@ class SpectralMixer(nn.Module):
 
     Notes
     -----
-    Half-precision inputs are computed in float32 (CPU FFTs need it) and cast back. Reference: Rao et al.,
-    *Global Filter Networks for Image Classification*, NeurIPS 2021.
+    Shapes: ``forward(x)`` takes ``x`` of shape (B, h*w, C) and returns the same shape and dtype.
+    Half-precision inputs are computed in float32 (CPU FFTs need it) and cast back.
+
+    References
+    ----------
+    Rao et al., *Global Filter Networks for Image Classification*, NeurIPS 2021 (arXiv:2107.00645); the
+    spectral branch of the DDR block of "Relative positional bias parameterized in the frequency domain" with
+    Dual-Domain Residual blocks (NeurIPS 2026).
 
     Examples
     --------
@@ -165,12 +171,20 @@ def spectral_mix_reference(x: torch.Tensor, complex_weight: torch.Tensor, grid) 
     Parameters
     ----------
     x : Tensor, shape (B, h*w, C)
+        Tokens in row-major order on the (h, w) grid.
     complex_weight : Tensor, shape (h, w//2+1, C, 2)
-    grid : (int, int)
+        The filter :math:`W` as (real, imag), as :attr:`SpectralMixer.complex_weight`.
+    grid : int or (int, int)
+        Token grid (h, w).
 
     Returns
     -------
-    Tensor, shape (B, h*w, C), dtype of ``x``.
+    Tensor
+        Shape (B, h*w, C), dtype of ``x``.
+
+    References
+    ----------
+    Rao et al., *Global Filter Networks for Image Classification*, NeurIPS 2021 (arXiv:2107.00645).
 
     Examples
     --------
@@ -275,10 +289,18 @@ class GatedAttention(nn.Module):
         Keyword arguments for the named bias kind, e.g. ``{"param": "separable", "rank": 2}`` for
         ``FreqRelPosBias`` or ``{"init_std": 0.0}``; an error with ``bias=None`` or a module.
 
-    ``forward(x, grid=None)``: ``x`` of shape (B, L, C). With ``grid=None``, L must equal N (one window).
-    With ``grid=(h, w)`` (L = h*w, row-major) the grid is cut into non-overlapping windows (h and w must be
-    multiples of Mh and Mw), attention runs inside each window with the same bias, and the windows are put
-    back (Swin's window partition, without the shift).
+    Notes
+    -----
+    ``forward(x, grid=None)`` takes ``x`` of shape (B, L, C) and returns the same shape. With ``grid=None``,
+    L must equal N (one window). With ``grid=(h, w)`` (L = h*w, row-major) the grid is cut into
+    non-overlapping windows (h and w must be multiples of Mh and Mw), attention runs inside each window with
+    the same bias, and the windows are put back (Swin's window partition, without the shift).
+
+    References
+    ----------
+    The attention branch of the DDR block of "Relative positional bias parameterized in the frequency domain"
+    with Dual-Domain Residual blocks (NeurIPS 2026). Window partition: Liu et al., *Swin Transformer*,
+    ICCV 2021 (arXiv:2103.14030).
 
     Examples
     --------
@@ -347,6 +369,20 @@ class GatedAttention(nn.Module):
         return x.reshape(B, h * w, C)
 
     def forward(self, x: torch.Tensor, grid=None) -> torch.Tensor:
+        """Gated (windowed) attention of a token sequence.
+
+        Parameters
+        ----------
+        x : Tensor, shape (B, L, C)
+            Tokens; with ``grid=None``, L must equal N = Mh*Mw (one window).
+        grid : int or (h, w), optional
+            Token grid of ``x`` (L = h*w, row-major), cut into non-overlapping Mh x Mw windows.
+
+        Returns
+        -------
+        Tensor
+            Shape (B, L, C).
+        """
         if x.dim() != 3 or x.shape[-1] != self.dim:
             raise ValueError(f"GatedAttention: expected (B, L, {self.dim}) tokens, got {tuple(x.shape)}")
         xw, info = self._partition(x, grid)
@@ -413,7 +449,19 @@ class DDRBlock(nn.Module):
     Attributes
     ----------
     spectral : SpectralMixer or None
+        The spectral branch :math:`S` (None for ``branch="attention"``).
     attn : GatedAttention or None
+        The attention branch :math:`A` (None for ``branch="spectral"``).
+
+    Notes
+    -----
+    Shapes: ``forward(x)`` takes ``x`` of shape (B, h*w, C) and returns the same shape.
+
+    References
+    ----------
+    "Relative positional bias parameterized in the frequency domain" with Dual-Domain Residual blocks
+    (NeurIPS 2026); see :mod:`fastnips.vision.blocks` for our specification of
+    the block. Prior work: Rao et al., *GFNet*, NeurIPS 2021; Patro et al., *SpectFormer* (arXiv:2304.06446).
 
     Examples
     --------
@@ -454,7 +502,13 @@ class DDRBlock(nn.Module):
         self.mlp = _Mlp(self.dim, int(self.dim * mlp_ratio))
 
     def gates(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """(σ(a_s), σ(a_a)) as 0-dim tensors (differentiable); (1, 0) or (0, 1) for a single-branch block."""
+        r"""The two gates :math:`(\sigma(a_s), \sigma(a_a))`.
+
+        Returns
+        -------
+        tuple of Tensor
+            Two 0-dim tensors (differentiable); (1, 0) or (0, 1) for a single-branch block.
+        """
         if self.branch == "both":
             return torch.sigmoid(self.gate_spectral), torch.sigmoid(self.gate_attention)
         dev = self.norm1.weight.device
@@ -463,11 +517,30 @@ class DDRBlock(nn.Module):
 
     @torch.no_grad()
     def set_gates(self, spectral: float | None = None, attention: float | None = None) -> DDRBlock:
-        """Set σ(a_s) and/or σ(a_a) to values in [0, 1]; 0 and 1 are exact (logits -inf / +inf), which gates a
-        branch off or fully on. Only for ``branch="both"``. Returns self.
+        r"""Set :math:`\sigma(a_s)` and/or :math:`\sigma(a_a)` to values in [0, 1]; only for ``branch="both"``.
 
+        0 and 1 are exact (logits :math:`-\infty` / :math:`+\infty`), which gates a branch off or fully on.
         Meant for evaluation and the reduction tests: an infinite logit has zero gradient and decoupled weight
-        decay turns it into NaN, so train single-branch ablations with ``branch="spectral"``/``"attention"``."""
+        decay turns it into NaN, so train single-branch ablations with ``branch="spectral"``/``"attention"``.
+
+        Parameters
+        ----------
+        spectral : float, optional
+            New value of :math:`\sigma(a_s)`; None leaves it.
+        attention : float, optional
+            New value of :math:`\sigma(a_a)`; None leaves it.
+
+        Returns
+        -------
+        DDRBlock
+            self.
+
+        Examples
+        --------
+        >>> blk = DDRBlock(dim=8, grid=2).set_gates(spectral=1.0, attention=0.0)
+        >>> [float(g.detach()) for g in blk.gates()]
+        [1.0, 0.0]
+        """
         if self.branch != "both":
             raise ValueError(f"DDRBlock.set_gates: the block has branch={self.branch!r}, no learned gates")
         for p, val in ((self.gate_spectral, spectral), (self.gate_attention, attention)):

@@ -27,18 +27,25 @@ __all__ = ["SwinRelPosBias", "relative_position_index"]
 
 
 def relative_position_index(window) -> torch.Tensor:
-    """Swin's relative position index, from its formula.
+    r"""Swin's relative position index, from its formula.
 
-    ``index[i, j] = (dh + Mh - 1) * (2 Mw - 1) + (dw + Mw - 1)`` with ``(dh, dw) = p_i - p_j`` and
-    ``p_i = (i // Mw, i % Mw)``.
+    .. math:: \mathrm{index}[i, j] = (d_h + M_h - 1)(2M_w - 1) + (d_w + M_w - 1), \qquad
+              (d_h, d_w) = p_i - p_j,\ p_i = (i // M_w,\ i \% M_w).
 
     Parameters
     ----------
     window : int or (Mh, Mw)
+        Token window; ``N = Mh*Mw`` tokens in row-major order.
 
     Returns
     -------
-    LongTensor (Mh*Mw, Mh*Mw), values in ``[0, (2Mh-1)(2Mw-1))``.
+    torch.Tensor
+        LongTensor of shape (Mh*Mw, Mh*Mw), values in ``[0, (2Mh-1)(2Mw-1))``.
+
+    References
+    ----------
+    Liu et al., *Swin Transformer: Hierarchical Vision Transformer using Shifted Windows*, ICCV 2021
+    (arXiv:2103.14030).
 
     Examples
     --------
@@ -57,8 +64,12 @@ def relative_position_index(window) -> torch.Tensor:
 
 
 class SwinRelPosBias(nn.Module):
-    """Swin v1 / timm ``RelPosBias``: a learned table ((2Mh-1)(2Mw-1), H) gathered by
-    :func:`relative_position_index` into the (H, N, N) additive logit bias; ``trunc_normal_(std=.02)`` init.
+    r"""Swin v1 / timm ``RelPosBias``: a learned table gathered by token offset into the logit bias.
+
+    The table :math:`T` of shape ((2Mh-1)(2Mw-1), H) is gathered by :func:`relative_position_index` into the
+    (H, N, N) additive logit bias; ``trunc_normal_(std=.02)`` init.
+
+    .. math:: B_h[i, j] = T\big[\mathrm{index}[i, j],\ h\big].
 
     Parameters
     ----------
@@ -69,7 +80,15 @@ class SwinRelPosBias(nn.Module):
     init_std : float
         Std of the truncated-normal table init (timm's 0.02); ``0`` gives a zero table.
 
+    Notes
+    -----
     Shapes: ``relative_position_bias_table`` ((2Mh-1)(2Mw-1), H); ``forward()`` -> (H, N, N).
+
+    References
+    ----------
+    Liu et al., *Swin Transformer: Hierarchical Vision Transformer using Shifted Windows*, ICCV 2021
+    (arXiv:2103.14030); timm's ``RelPosBias``. Compared with the frequency-domain bias of "Relative positional
+    bias parameterized in the frequency domain" (NeurIPS 2026), :class:`~fastnips.vision.FreqRelPosBias`.
 
     Examples
     --------
@@ -88,7 +107,13 @@ class SwinRelPosBias(nn.Module):
             nn.init.trunc_normal_(self.relative_position_bias_table, std=init_std)
 
     def forward(self) -> torch.Tensor:
-        """(H, Mh*Mw, Mh*Mw)."""
+        """The additive attention-logit bias.
+
+        Returns
+        -------
+        torch.Tensor
+            Shape (H, Mh*Mw, Mh*Mw).
+        """
         n = self.window[0] * self.window[1]
         b = self.relative_position_bias_table[self.relative_position_index.reshape(-1)]
         return b.reshape(n, n, self.num_heads).permute(2, 0, 1).contiguous()
@@ -97,9 +122,27 @@ class SwinRelPosBias(nn.Module):
         return f"num_heads={self.num_heads}, window={self.window}"
 
     def resize(self, window) -> SwinRelPosBias:
-        """timm-style transfer: bicubic ``F.interpolate(align_corners=False)`` of the table on the
-        (2Mh-1)x(2Mw-1) offset grid to (2M'h-1)x(2M'w-1). Does not keep the original samples (contrast with
-        :meth:`FreqRelPosBias.transfer` ``mode="refine"``)."""
+        """timm-style transfer: bicubic interpolation of the table to another window.
+
+        Bicubic ``F.interpolate(align_corners=False)`` of the table on the (2Mh-1)x(2Mw-1) offset grid to
+        (2M'h-1)x(2M'w-1). Does not keep the original samples (contrast with
+        :meth:`FreqRelPosBias.transfer` ``mode="refine"``).
+
+        Parameters
+        ----------
+        window : int or (M'h, M'w)
+            The new window.
+
+        Returns
+        -------
+        SwinRelPosBias
+            A new bias for ``window`` on the same device and dtype (no autograd link).
+
+        Examples
+        --------
+        >>> SwinRelPosBias(num_heads=2, window=7).resize(14).relative_position_bias_table.shape
+        torch.Size([729, 2])
+        """
         window = _pair(window, "window")
         (mh, mw), H = self.window, self.num_heads
         t = self.relative_position_bias_table.detach()
