@@ -33,15 +33,15 @@ on a tile ``BLOCK_R`` times wider. Accumulation is in the value dtype (float32 o
 iteration needs :math:`y \mathrel{+}= \alpha p`, :math:`r \mathrel{-}= \alpha Ap`, :math:`z = r / d`,
 :math:`r^\top r`, :math:`r^\top z` (float64) and then :math:`p = z + \beta p`; as torch ops that is about
 12 vector passes plus float64 temporaries, fused it is 6 + 3 (the same split as the C++ ``update_rows`` /
-``direction_rows``), which matters since the notes (A.6) put a CG iteration at K SpMMs plus 8-10 vector
-passes. The per-column scalars (:math:`\alpha, \beta`, masks) stay torch ops on length-F vectors.
+``direction_rows``), which matters since a CG iteration is K SpMMs plus 8-10 vector passes, all
+memory-bound, so the vector passes are a large share of its bytes. The per-column scalars
+(:math:`\alpha, \beta`, masks) stay torch ops on length-F vectors.
 
 Coefficients are read from a device tensor (``cheb``, in the value dtype) rather than passed as Python
 floats, which Triton would narrow to float32.
 
 Paper: Tremblay, Ricaud, Bianchi, "A Generalized Tikhonov Layer for Interpretable-by-design Graph Neural
-Networks" (arXiv 2605.28578); notes: shared/notes/tikhonov_freqbias_fds.md, A.2 (operator), A.4 (solver),
-A.6 (bytes per iteration). Import lazily: ``@triton.jit`` reads ``TRITON_INTERPRET`` at import.
+Networks" (arXiv 2605.28578). Import lazily: ``@triton.jit`` reads ``TRITON_INTERPRET`` at import.
 """
 
 from __future__ import annotations

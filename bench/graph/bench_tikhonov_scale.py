@@ -202,7 +202,7 @@ def test_tikhonov_fwd_bwd(machine_facts, memcpy_row, family, size, F, impl):
         assert rel_err(Y, Y0) < 1e-6  # the layer's forward is the checked solve
         RESULTS[key] = (Y, gx)
     elif impl == "direct-superlu":
-        from fastnips.graph.tikhonov import _estimate_poly_nnz
+        from fastnips.graph.factor import _estimate_poly_nnz
 
         fill, _ = _estimate_poly_nnz(L, K, DIRECT_MAX_FILL)
         if fill > DIRECT_MAX_FILL:

@@ -55,8 +55,7 @@ def demo_spmm(n: int, seed: int) -> list[dict]:
 
     from . import _backend
     from .data import random_csr
-    from .ops import spmm
-    from .ops.spmm import SPMM_BACKENDS
+    from .ops import SPMM_BACKENDS, spmm
 
     A = random_csr(n, n, avg_degree=8, seed=seed, skew=True)
     X = np.random.default_rng(seed).standard_normal((n, 16))

@@ -1,4 +1,6 @@
-"""Fixtures of the graph tests: the backends of tikhonov_solve (reference always; cpp where built)."""
+"""Fixtures of the graph tests: the backends of the host solves (reference always; cpp where built).
+
+Graph builders and tolerance helpers shared by several modules are in ``_builders.py``."""
 
 from __future__ import annotations
 
@@ -6,18 +8,12 @@ import pytest
 
 from fastnips import _backend
 
+from ..helpers import backend_fixture
 
-def _cpp_available() -> bool:
-    C = _backend.native()
-    return _backend.backend_available("cpp") and C is not None and hasattr(C, "tikhonov_solve_cg")
-
-
-@pytest.fixture(params=["reference", "cpp"])
-def backend(request):
-    """tikhonov_solve's backends (overrides the repository-wide fixture, which covers every backend)."""
-    if request.param == "cpp" and not _cpp_available():
-        pytest.skip("the cpp backend of tikhonov_solve is not in this build of fastnips._C")
-    return request.param
+# tikhonov_solve's host backends (overrides the repository-wide fixture, which covers every backend)
+backend = backend_fixture("reference", "cpp")
+# the backends of method="dense" (tests/graph/test_tikhonov_direct.py)
+dense_backend = backend_fixture("reference", "cpp", name="dense_backend")
 
 
 @pytest.fixture
@@ -27,5 +23,6 @@ def solver(backend):
 
 @pytest.fixture
 def require_cpp():
-    if not _cpp_available():
-        pytest.skip("tikhonov_solve_cg is not in this build of fastnips._C")
+    why = _backend.why_unavailable("cpp")
+    if why:
+        pytest.skip(f"backend 'cpp' not available: {why}")

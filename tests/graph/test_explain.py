@@ -16,6 +16,7 @@ from math import comb
 import numpy as np
 import pytest
 
+from fastnips import _optional
 from fastnips.data.graphs import ba_motifs, collate
 from fastnips.graph import (
     Explanation,
@@ -27,7 +28,6 @@ from fastnips.graph import (
     plot_explanation,
     spring_layout,
 )
-from fastnips.graph import explain as explain_mod
 
 
 @pytest.fixture(scope="module")
@@ -303,7 +303,7 @@ def test_plot_explanation_writes_files_and_returns_a_figure(mpl, tmp_path, small
 
 
 def test_plot_kamada_kawai_falls_back_without_networkx(mpl, monkeypatch, small_explanation):
-    monkeypatch.setattr(explain_mod._optional, "_try_import",
+    monkeypatch.setattr(_optional, "_try_import",
                         lambda name: None if name == "networkx" else __import__(name))
     with pytest.warns(UserWarning, match="networkx"):
         plot_explanation(small_explanation, layout="kamada_kawai")

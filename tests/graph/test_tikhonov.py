@@ -19,7 +19,6 @@ import pytest
 import scipy.sparse as sp
 
 from fastnips import _backend
-from fastnips.data.graphs import erdos_renyi_edges
 from fastnips.data.graphs import undirected_edge_index as undirected
 from fastnips.graph import (
     chebyshev_coefficients,
@@ -29,26 +28,13 @@ from fastnips.graph import (
 )
 from fastnips.graph import reference as ref
 
+from ._builders import assert_close, erdos_renyi, grid, problem, star
+
 TOL64, TOL32 = 1e-10, 1e-5
-
-
-
-
 
 
 # ---------------------------------------------------------------------------------------------------
 # graphs (PyG-style edge lists: every undirected edge in both directions)
-
-
-def erdos_renyi(n, p, seed):
-    return erdos_renyi_edges(n, p, seed=seed), n
-
-
-def grid(rows, cols):
-    idx = np.arange(rows * cols).reshape(rows, cols)
-    pairs = np.concatenate([np.stack([idx[:, :-1].ravel(), idx[:, 1:].ravel()], 1),
-                            np.stack([idx[:-1].ravel(), idx[1:].ravel()], 1)])
-    return undirected(pairs), rows * cols
 
 
 def with_isolated(seed):
@@ -60,10 +46,6 @@ def disconnected(seed):
     a, na = erdos_renyi(50, 0.15, seed)
     b, nb = grid(6, 7)
     return np.concatenate([a, b + na], axis=1), na + nb
-
-
-def star(n):
-    return undirected([(0, i) for i in range(1, n)]), n
 
 
 GRAPHS = {
@@ -85,22 +67,6 @@ def dense_solution(L, coeffs, q, X, basis="bernstein"):
     lam, U = np.linalg.eigh(L.toarray())
     P = (U * evaluate_polynomial(coeffs, np.clip(lam, 0.0, 2.0), basis)) @ U.T
     return np.linalg.solve(P + np.diag(q), q[:, None] * X.reshape(len(q), -1)).reshape(X.shape)
-
-
-def assert_close(Y, Yref, rel):
-    Y, Yref = np.asarray(Y, dtype=np.float64), np.asarray(Yref, dtype=np.float64)
-    assert Y.shape == Yref.shape
-    scale = max(float(np.abs(Yref).max(initial=0.0)), 1e-300)
-    err = float(np.abs(Y - Yref).max(initial=0.0))
-    assert err <= rel * scale, f"max error {err:.3e} > {rel:g} * {scale:.3e}"
-
-
-def problem(n, F, seed, K=4, q_range=(0.2, 3.0)):
-    rng = np.random.default_rng(seed)
-    theta = rng.uniform(0.0, 1.0, K + 1)
-    q = rng.uniform(*q_range, n)
-    X = rng.standard_normal((n, F))
-    return theta, q, X
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -670,18 +636,13 @@ def test_monomial_guard_accepts_nonnegative_p():
         assert_close(y, dense_solution(L, a, np.ones(n), X, basis="monomial"), 1e-10)
 
 
-def test_cpp_unavailable_falls_back(monkeypatch):
-    """A compiled module without tikhonov_solve_cg: auto takes reference, cpp says why."""
-    from fastnips.graph import tikhonov as tk
-
-    class Old:
-        pass
-
-    monkeypatch.setattr(tk._backend, "native", lambda: Old())
+def test_cpp_unavailable_falls_back(monkeypatch, fresh_backends):
+    """cpp switched off (FASTNIPS_DISABLE_CPP): auto takes reference, an explicit cpp says why."""
+    monkeypatch.setenv("FASTNIPS_DISABLE_CPP", "1")
+    _backend.refresh()
     L = laplacian_of("grid")
     theta, q, X = problem(L.shape[0], 2, seed=0)
     _, info = tikhonov_solve(L, theta, q, X, return_info=True)
     assert info.backend == "reference"
-    if _backend.backend_available("cpp"):
-        with pytest.raises(ValueError, match="has no tikhonov_solve_cg"):
-            tikhonov_solve(L, theta, q, X, backend="cpp")
+    with pytest.raises(ValueError, match="FASTNIPS_DISABLE_CPP"):
+        tikhonov_solve(L, theta, q, X, backend="cpp")

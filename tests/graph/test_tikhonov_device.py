@@ -1,8 +1,8 @@
-"""The device Tikhonov solver (fastnips.graph._device) and its kernels (kernels/tikhonov.py, csrc/cuda/tikhonov.cu).
+"""The device Tikhonov solver (fastnips.graph._device) and its kernels (kernels/tikhonov.py, the CUDA step of _C).
 
 Triton tests run on CPU tensors under the Triton interpreter: tests/conftest.py sets TRITON_INTERPRET=1
 before anything imports a kernel (as for kernels/spmm.py); they skip when triton is missing or cannot run.
-CUDA tests skip without a CUDA device or without ``tikhonov_cheb_step_cuda`` in the build.
+CUDA tests skip where the cuda backend is not available (no CUDA device, or a build without CUDA).
 
 Tolerances, stated once (relative to the largest entry of the oracle):
 
@@ -10,7 +10,8 @@ Tolerances, stated once (relative to the largest entry of the oracle):
 * solves vs fastnips.graph.reference.tikhonov_solve_reference: 1e-10 (float64, tol 1e-12) and 1e-5
   (float32, tol 1e-6); cond(A) <= ~30 here, and the error is at most cond(A) x the relative residual.
 
-Paper: arXiv 2605.28578; notes: shared/notes/tikhonov_freqbias_fds.md, A.2 and A.4.
+Paper: Tremblay, Ricaud, Bianchi, "A Generalized Tikhonov Layer for Interpretable-by-design Graph Neural
+Networks" (arXiv 2605.28578).
 """
 
 from __future__ import annotations
@@ -21,11 +22,13 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from fastnips import _backend, _optional
-from fastnips.data.graphs import erdos_renyi_edges
+from fastnips import _backend
 from fastnips.data.graphs import undirected_edge_index as undirected
 from fastnips.graph import chebyshev_coefficients, normalized_laplacian
 from fastnips.graph import reference as ref
+
+from . import _builders
+from ._builders import assert_close, erdos_renyi, grid
 
 torch = pytest.importorskip("torch")
 
@@ -35,8 +38,8 @@ _INTERPRETED = os.environ.get("TRITON_INTERPRET", "") not in ("", "0")
 DEV = "cpu" if (_INTERPRETED or not torch.cuda.is_available()) else "cuda"  # where the Triton tests run
 
 _NATIVE = _backend.native()
-_CUDA_OK = torch.cuda.is_available() and _NATIVE is not None and hasattr(_NATIVE, "tikhonov_cheb_step_cuda")
-needs_cuda = pytest.mark.skipif(not _CUDA_OK, reason="no CUDA device, or fastnips._C lacks tikhonov_cheb_step_cuda")
+_CUDA_WHY = _backend.why_unavailable("cuda")
+needs_cuda = pytest.mark.skipif(bool(_CUDA_WHY), reason=f"cuda backend not available: {_CUDA_WHY}")
 
 REL = {np.float64: 1e-12, np.float32: 1e-5}
 SOLVE_REL = {np.float64: 1e-10, np.float32: 1e-5}
@@ -60,10 +63,6 @@ def _device():
 # graphs
 
 
-def erdos_renyi(n, p, seed):
-    return erdos_renyi_edges(n, p, seed=seed), n
-
-
 def empty_rows(L: sp.csr_matrix, nodes) -> sp.csr_matrix:
     """L with the rows/columns of `nodes` emptied (isolated nodes whose L_ii = 1 is dropped too)."""
     L = L.tolil()
@@ -83,11 +82,8 @@ def _isolated():
 
 def _disconnected():
     a, na = erdos_renyi(50, 0.15, 3)
-    rows, cols = 6, 7
-    idx = np.arange(rows * cols).reshape(rows, cols)
-    g = undirected(np.concatenate([np.stack([idx[:, :-1].ravel(), idx[:, 1:].ravel()], 1),
-                                   np.stack([idx[:-1].ravel(), idx[1:].ravel()], 1)]))
-    return normalized_laplacian(np.concatenate([a, g + na], axis=1), na + rows * cols)
+    g, ng = grid(6, 7)
+    return normalized_laplacian(np.concatenate([a, g + na], axis=1), na + ng)
 
 
 GRAPHS = {
@@ -110,18 +106,8 @@ def csr_tensors(L, dtype, index_dtype=np.int32, device=DEV):
             t(L.data, dtype, device=device))
 
 
-def assert_close(Y, Yref, rel, what=""):
-    Y = Y.detach().cpu().double().numpy() if _optional.is_torch_tensor(Y) else np.asarray(Y, dtype=np.float64)
-    Yref = np.asarray(Yref, dtype=np.float64)
-    assert Y.shape == Yref.shape, what
-    scale = max(float(np.abs(Yref).max(initial=0.0)), 1e-300)
-    err = float(np.abs(Y - Yref).max(initial=0.0))
-    assert err <= rel * scale, f"{what}: max error {err:.3e} > {rel:g} * {scale:.3e}"
-
-
 def problem(n, F, seed, K=4, q_range=(0.3, 3.0)):
-    rng = np.random.default_rng(seed)
-    return rng.uniform(0.0, 1.0, K + 1), rng.uniform(*q_range, n), rng.standard_normal((n, F))
+    return _builders.problem(n, F, seed, K, q_range)
 
 
 def chebyshev_blocks(L, V, K):
@@ -279,7 +265,7 @@ def test_truncated_jacobi_diagonal():
     got = dev.device_jacobi_diagonal(t(indptr, device="cpu"), t(c[order], device="cpu"),
                                      t(v[order] / 2, device="cpu"), cheb)
     np.testing.assert_allclose(got.numpy(), want, atol=1e-13)
-    if _NATIVE is not None and hasattr(_NATIVE, "tikhonov_solve_cg"):
+    if _backend.backend_available("cpp"):
         cheb = chebyshev_coefficients(rng.uniform(0, 1, 5))
         out = _NATIVE.tikhonov_solve_cg(L.indptr, L.indices, L.data, cheb, np.ones(n), np.ones((n, 1)), 1e-8, 50,
                                         diagonal=2)
@@ -510,15 +496,12 @@ def test_bad_input(case):
         _device().device_tikhonov_solve(*args, **{"tol": 1e-8, "maxiter": 50, **kwargs})
 
 
-def test_cuda_backend_missing_from_build(monkeypatch):
-    """A build of fastnips._C without the CUDA step: backend='cuda' says so (checked before any launch)."""
+def test_cuda_backend_unavailable_says_why(monkeypatch, fresh_backends):
+    """backend='cuda' where the cuda backend is not available (here: switched off) says why, before any launch."""
     dev = _device()
-
-    class Old:
-        pass
-
-    monkeypatch.setattr(dev._backend, "native", lambda: Old())
-    with pytest.raises(ValueError, match="has no tikhonov_cheb_step_cuda"):
+    monkeypatch.setenv("FASTNIPS_DISABLE_CUDA", "1")
+    _backend.refresh()
+    with pytest.raises(ValueError, match="backend 'cuda' is not available here: switched off"):
         dev._cuda_function(torch.device("cuda"))
 
 

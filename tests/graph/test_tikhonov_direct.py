@@ -16,35 +16,26 @@ import pytest
 import scipy.sparse as sp
 
 from fastnips import _backend
-from fastnips.data.graphs import erdos_renyi_edges
 from fastnips.data.graphs import undirected_edge_index as undirected
-from fastnips.graph import TikhonovFactor, normalized_laplacian, tikhonov_factorize, tikhonov_solve
+from fastnips.graph import (
+    TikhonovFactor,
+    chebyshev_coefficients,
+    normalized_laplacian,
+    tikhonov_factorize,
+    tikhonov_solve,
+)
 from fastnips.graph import reference as ref
-from fastnips.graph import tikhonov as tk
+from fastnips.graph.checks import _pick_method
+from fastnips.graph.factor import _estimate_poly_nnz
+
+from ._builders import erdos_renyi, grid
 
 TOL = {np.float64: 1e-10, np.float32: 1e-5}
 THETA = np.array([0.1, 0.7, 0.3, 0.9, 0.4])  # Bernstein, K = 4
 
 
-def _dense_native() -> bool:
-    C = _backend.native()
-    return _backend.backend_available("cpp") and C is not None and hasattr(C, "tikhonov_dense_factor")
-
-
-@pytest.fixture(params=["reference", "cpp"])
-def dense_backend(request):
-    """The backends of method="dense" (cpp where this build of fastnips._C has it)."""
-    if request.param == "cpp" and not _dense_native():
-        pytest.skip("tikhonov_dense_factor is not in this build of fastnips._C")
-    return request.param
-
-
 # ---------------------------------------------------------------------------------------------------
 # graphs (PyG conventions: every undirected edge in both directions)
-
-
-def erdos_renyi(n, p, seed):
-    return erdos_renyi_edges(n, p, seed=seed)
 
 
 def random_edges(n, m, seed):
@@ -53,16 +44,10 @@ def random_edges(n, m, seed):
     return undirected(e[e[:, 0] != e[:, 1]])
 
 
-def grid(rows, cols):
-    idx = np.arange(rows * cols).reshape(rows, cols)
-    return undirected(np.concatenate([np.stack([idx[:, :-1].ravel(), idx[:, 1:].ravel()], 1),
-                                      np.stack([idx[:-1].ravel(), idx[1:].ravel()], 1)]))
-
-
 GRAPHS = {  # name -> (edge_index, n)
-    "random": lambda: (erdos_renyi(150, 0.04, 1), 150),
-    "grid": lambda: (grid(12, 15), 180),
-    "isolated-nodes": lambda: (erdos_renyi(60, 0.08, 2), 67),  # nodes 60..66 have no edge
+    "random": lambda: erdos_renyi(150, 0.04, 1),
+    "grid": lambda: grid(12, 15),
+    "isolated-nodes": lambda: (erdos_renyi(60, 0.08, 2)[0], 67),  # nodes 60..66 have no edge
 }
 
 
@@ -74,7 +59,7 @@ def small_batch(num, seed, max_size=20):
     sizes[:: 7] = 1
     eis, ids, off = [], [], 0
     for g, m in enumerate(sizes):
-        ei = erdos_renyi(int(m), min(1.0, 3.0 / max(int(m), 1)), seed * 1000 + g)
+        ei, _ = erdos_renyi(int(m), min(1.0, 3.0 / max(int(m), 1)), seed * 1000 + g)
         eis.append(ei + off)
         ids.append(np.full(m, 3 * g + 5))
         off += m
@@ -162,8 +147,6 @@ def test_dense_batches_of_small_graphs(num, dtype, dense_backend):
 
 
 def test_cpp_dense_factors_match_numpy_oracle(require_cpp):
-    if not _dense_native():
-        pytest.skip("tikhonov_dense_factor is not in this build of fastnips._C")
     L, batch, _ = small_batch(30, seed=3)
     q, _ = problem(L.shape[0])
     fc = tikhonov_factorize(L, THETA, q, method="dense", batch=batch, backend="cpp")
@@ -175,11 +158,9 @@ def test_cpp_dense_factors_match_numpy_oracle(require_cpp):
 
 def test_native_dense_checks_its_blocks(require_cpp):
     """The C++ kernel re-checks what the Python layer validated (a safety net for direct callers of _C)."""
-    if not _dense_native():
-        pytest.skip("tikhonov_dense_factor is not in this build of fastnips._C")
     C = _backend.native()
     L = normalized_laplacian(undirected([(0, 1), (1, 2), (3, 4)]), 5).tocsr()
-    args = (L.indptr, L.indices, L.data, tk.chebyshev_coefficients(THETA), np.ones(5))
+    args = (L.indptr, L.indices, L.data, chebyshev_coefficients(THETA), np.ones(5))
     f = C.tikhonov_dense_factor(*args, np.arange(5), np.array([0, 3, 5]))
     assert f.shape == (9 + 4,)
     with pytest.raises(ValueError, match=r"joins graph 7 to graph 8"):
@@ -270,14 +251,14 @@ def test_auto_policy():
     q, X = problem(L.shape[0])
     assert tikhonov_solve(L, THETA, q, X, batch=batch, return_info=True)[1].method == "dense-cholesky"
     assert tikhonov_solve(L, THETA, q, X, return_info=True)[1].method in ("cg-jacobi", "spsolve")  # no batch
-    big = grid(16, 17)  # one graph of 272 > 256 nodes, plus a small one
-    ei = np.concatenate([big, erdos_renyi(10, 0.3, 0) + 272], axis=1)
+    big, _ = grid(16, 17)  # one graph of 272 > 256 nodes, plus a small one
+    ei = np.concatenate([big, erdos_renyi(10, 0.3, 0)[0] + 272], axis=1)
     L2 = normalized_laplacian(ei, 282)
     q2, X2 = problem(282)
     ids = np.repeat([0, 1], [272, 10])
     assert tikhonov_solve(L2, THETA, q2, X2, batch=ids, return_info=True)[1].method in ("cg-jacobi", "spsolve")
-    assert tk._pick_method("auto", None) == "cg"
-    assert tk._pick_method("direct", None) == "direct"
+    assert _pick_method("auto", None) == "cg"
+    assert _pick_method("direct", None) == "direct"
 
 
 def test_factor_solves_twice_and_matches_tikhonov_solve(dense_backend):
@@ -335,10 +316,10 @@ def _layer_setup(seed=0):
 @pytest.mark.parametrize("method", ["direct", "dense"])
 def test_layer_backward_reuses_the_factor_and_matches_cg(method, dense_backend, monkeypatch):
     torch, L, batch, x, q, theta = _layer_setup()
-    from fastnips.graph import layers
+    from fastnips.graph import _implicit, layers
 
     calls = {"factorize": 0, "solve": 0}
-    real_factorize, real_solve = layers.tikhonov_factorize, layers.tikhonov_solve
+    real_factorize, real_solve = _implicit.tikhonov_factorize, _implicit.tikhonov_solve
 
     def counting_factorize(*a, **k):
         calls["factorize"] += 1
@@ -348,8 +329,8 @@ def test_layer_backward_reuses_the_factor_and_matches_cg(method, dense_backend, 
         calls["solve"] += 1
         return real_solve(*a, **k)
 
-    monkeypatch.setattr(layers, "tikhonov_factorize", counting_factorize)
-    monkeypatch.setattr(layers, "tikhonov_solve", counting_solve)
+    monkeypatch.setattr(_implicit, "tikhonov_factorize", counting_factorize)
+    monkeypatch.setattr(_implicit, "tikhonov_solve", counting_solve)
     be = "reference" if method == "direct" else dense_backend
     w = torch.randn(x.shape, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
     grads = {}
@@ -412,7 +393,7 @@ def test_max_fill_guard():
     with pytest.raises(ValueError, match=r"method='dense': the dense blocks would hold .* max_fill"):
         tikhonov_solve(L, THETA, q, X, method="dense", max_fill=1000)
     # the estimate (every row, n <= 4096) bounds the assembled p(L) and is exact for generic coefficients
-    est, looked = tk._estimate_poly_nnz(L, 4, float("inf"))
+    est, looked = _estimate_poly_nnz(L, 4, float("inf"))
     assert looked == n
     assert est == ref.poly_matrix_reference(L, THETA).nnz
     # a graph above 4096 nodes: sampled rows, and the guard fires before anything is formed

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastnips.ops.spmm import SPMM_BACKENDS
+from fastnips.ops import SPMM_BACKENDS
 
 from ..helpers import backend_fixture
 

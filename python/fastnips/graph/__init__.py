@@ -23,15 +23,10 @@ r"""Graph learning: the generalised Tikhonov layer (arXiv 2605.28578) and what i
 
 from __future__ import annotations
 
+from .factor import TikhonovFactor, tikhonov_factorize
 from .laplacian import normalized_laplacian
-from .tikhonov import (
-    TikhonovFactor,
-    TikhonovInfo,
-    chebyshev_coefficients,
-    evaluate_polynomial,
-    tikhonov_factorize,
-    tikhonov_solve,
-)
+from .polynomial import chebyshev_coefficients, evaluate_polynomial
+from .solve import TikhonovInfo, tikhonov_solve
 
 __all__ = ["TikhonovFactor", "TikhonovInfo", "chebyshev_coefficients", "evaluate_polynomial", "normalized_laplacian",
            "tikhonov_factorize", "tikhonov_solve"]

@@ -189,6 +189,14 @@ class _Base(nn.Module):
         _check_task(task, pooling)
         self.task, self.pooling = task, pooling
 
+    def _linear_layers(self) -> None:
+        """``self.lins``: ``num_layers`` Linear maps in -> hidden -> ... -> hidden (graph task) or -> out (node
+        task); ``self.classifier``: the linear head after the readout (graph task only, else None)."""
+        last = self.out_channels if self.task == "node" else self.hidden_channels
+        dims = [self.in_channels] + [self.hidden_channels] * (self.num_layers - 1) + [last]
+        self.lins = nn.ModuleList(nn.Linear(a, b) for a, b in itertools.pairwise(dims))
+        self.classifier = nn.Linear(self.hidden_channels, self.out_channels) if self.task == "graph" else None
+
     def extra_repr(self) -> str:
         return f"task={self.task!r}, pooling={self.pooling!r}"
 
@@ -227,11 +235,7 @@ class GCN(_Base):
     def __init__(self, in_channels: int, hidden_channels: int, out_channels: int, *, num_layers: int = 2,
                  task: str = "graph", pooling: str = "mean"):
         super().__init__(in_channels, hidden_channels, out_channels, num_layers, task, pooling)
-        dims = [self.in_channels] + [self.hidden_channels] * self.num_layers
-        if task == "node":
-            dims[-1] = self.out_channels
-        self.lins = nn.ModuleList(nn.Linear(a, b) for a, b in itertools.pairwise(dims))
-        self.classifier = nn.Linear(self.hidden_channels, self.out_channels) if task == "graph" else None
+        self._linear_layers()
 
     def forward(self, x, edge_index, batch=None, *, num_graphs: int | None = None):
         """Logits, shape (num_graphs, out_channels) for ``task="graph"``, (n, out_channels) for nodes.
@@ -378,10 +382,7 @@ class APPNP(_Base):
         if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not (0.0 < float(alpha) <= 1.0):
             raise ValueError(f"alpha must be a float in (0, 1], got {alpha!r}")
         self.alpha = float(alpha)
-        last = self.out_channels if task == "node" else self.hidden_channels
-        dims = [self.in_channels] + [self.hidden_channels] * (self.num_layers - 1) + [last]
-        self.lins = nn.ModuleList(nn.Linear(a, b) for a, b in itertools.pairwise(dims))
-        self.classifier = nn.Linear(self.hidden_channels, self.out_channels) if task == "graph" else None
+        self._linear_layers()
 
     def forward(self, x, edge_index, batch=None, *, num_graphs: int | None = None):
         """Logits, shape (num_graphs, out_channels) for ``task="graph"``, (n, out_channels) for nodes.

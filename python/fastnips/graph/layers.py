@@ -1,20 +1,13 @@
-r"""The Tikhonov propagation layer as a torch module, differentiated implicitly.
+r"""The Tikhonov propagation layer for torch: :func:`tikhonov_prop` and the module :class:`TikhonovProp`.
 
-.. math:: Y = R X, \qquad R = (p(L) + Q)^{-1} Q, \qquad Q = \mathrm{diag}(q),\ q > 0,
-          \qquad p(\lambda) = \sum_{k=0}^K \theta_k B_k(\lambda),
+.. math:: \mathrm{TikhonovProp}(X) = (p_\theta(L) + Q)^{-1} Q X, \qquad
+          p_\theta(\lambda) = \sum_{k=0}^K \theta_k \binom{K}{k} (\lambda/2)^k (1 - \lambda/2)^{K-k},
 
-with :math:`B_k(\lambda) = \binom{K}{k} (\lambda/2)^k (1 - \lambda/2)^{K-k}` the Bernstein basis on
-:math:`[0, 2] \supseteq \mathrm{spec}(L)`. Each column of Y is the exact minimiser of
-:math:`z^\top p(L) z + (z - x)^\top Q (z - x)`; the forward pass is one call of
-:func:`fastnips.graph.tikhonov_solve` and the backward pass is **one adjoint solve with the same
-operator** (never an unrolled iteration).
-
-* :func:`tikhonov_prop` -- the functional form, differentiable in x, q and the coefficients.
-* :class:`TikhonovProp` -- an ``nn.Module`` with learnable, non-negative coefficients.
-
+one solve forward (:func:`fastnips.graph.tikhonov_solve`) and **one adjoint solve with the same operator**
+backward (implicit differentiation, :mod:`fastnips.graph._implicit`; never an unrolled iteration).
 This module imports torch; :mod:`fastnips.graph` loads it only on first use of one of these names.
-Paper: Tremblay, Ricaud, Bianchi, "A Generalized Tikhonov Layer for Interpretable-by-design Graph
-Neural Networks" (arXiv 2605.28578); see shared/notes/tikhonov_freqbias_fds.md, part A.
+Paper: Tremblay, Ricaud, Bianchi, "A Generalized Tikhonov Layer for Interpretable-by-design Graph Neural
+Networks" (arXiv 2605.28578).
 """
 
 from __future__ import annotations
@@ -26,18 +19,19 @@ import scipy.sparse as sp
 import torch
 from torch import nn
 
-from .laplacian import normalized_laplacian
-from .reference import BASES
-from .tikhonov import (
+from .. import _backend
+from ._implicit import _TikhonovDeviceFn, _TikhonovSolveFn
+from .checks import (
+    DEVICE_BACKENDS,
     METHODS,
+    SOLVE_BACKENDS,
     _as_csr,
-    _device_backend,
+    _check_basis,
     _graph_ids,
+    _method_check,
     _pick_method,
-    chebyshev_coefficients,
-    tikhonov_factorize,
-    tikhonov_solve,
 )
+from .laplacian import normalized_laplacian
 
 __all__ = ["SCALES", "TikhonovProp", "tikhonov_prop"]
 
@@ -45,167 +39,6 @@ __all__ = ["SCALES", "TikhonovProp", "tikhonov_prop"]
 SCALES = ("simplex", "softplus")
 #: Initial shapes of the filter polynomial of :class:`TikhonovProp`.
 INITS = ("lowpass", "uniform")
-
-
-# ---------------------------------------------------------------------------------------------------
-# the autograd function
-
-
-def _basis_to_chebyshev(K: int, basis: str) -> np.ndarray:
-    r"""The matrix C with :math:`c = C \theta`: Chebyshev coefficients on [0, 2] of a basis-``basis`` p."""
-    eye = np.eye(K + 1)
-    return np.stack([chebyshev_coefficients(eye[k], basis) for k in range(K + 1)], axis=1)
-
-
-def _chebyshev_moments(apply_L, Lam, Y, K: int, dot) -> list:
-    r""":math:`s_j = \sum_f \lambda_f^\top T_j(L - I)\, y_f`, j = 0..K, by the three-term recurrence
-    (K products ``apply_L(V) = L V``; ``dot(A, B)`` sums :math:`A \circ B` in float64). Works on numpy
-    arrays and torch tensors alike (in-place updates of fresh products only)."""
-    s = []
-    prev, cur = None, Y
-    for j in range(K + 1):
-        if j == 1:
-            prev, cur = cur, apply_L(cur) - cur
-        elif j > 1:
-            nxt = apply_L(cur)
-            nxt -= cur
-            nxt *= 2.0
-            nxt -= prev
-            prev, cur = cur, nxt
-        s.append(dot(Lam, cur))
-    return s
-
-
-def _host_moments(L: sp.csr_matrix, Lam: np.ndarray, Y: np.ndarray, K: int) -> np.ndarray:
-    """The moments with the products by :func:`fastnips.ops.spmm` (the OpenMP C++ kernel where built),
-    in Y's precision."""
-    from ..ops import spmm
-
-    if L.dtype != Y.dtype:
-        L = L.astype(Y.dtype)
-    Y2 = Y.reshape(Y.shape[0], -1)
-    s = _chebyshev_moments(lambda V: spmm(L, V), Lam.reshape(Y2.shape), Y2, K,
-                           lambda A, B: np.einsum("ij,ij->", A, B, dtype=np.float64))
-    return np.asarray(s, dtype=np.float64)
-
-
-def _work_dtype(t: torch.Tensor) -> torch.dtype:
-    return torch.float64 if t.dtype == torch.float64 else torch.float32
-
-
-def _np(t: torch.Tensor, dtype: torch.dtype) -> np.ndarray:
-    return np.ascontiguousarray(t.detach().to(device="cpu", dtype=dtype).numpy())
-
-
-class _TikhonovSolveFn(torch.autograd.Function):
-    """Y = (p(L) + diag(q))^{-1} diag(q) X, backward by one adjoint solve. See :func:`tikhonov_prop`.
-
-    ``method`` is concrete ("cg", "direct" or "dense"). For "direct" and "dense" forward factorises
-    A = p(L) + Q once (:func:`fastnips.graph.tikhonov_factorize`) and keeps the factor in ctx; backward's
-    adjoint solve reuses it (two triangular solves, no second factorisation). "cg" runs two CG solves.
-    """
-
-    @staticmethod
-    def forward(ctx, x, q, theta, L, basis, backend, tol, backward_tol, method="cg", batch=None):
-        wd = _work_dtype(x)
-        X, qn, th = _np(x, wd), _np(q, torch.float64), _np(theta, torch.float64)
-        ctx.factor = None
-        if method == "cg":
-            Y = tikhonov_solve(L, th, qn, X, basis=basis, tol=tol, backend=backend, method="cg")
-        else:
-            ctx.factor = tikhonov_factorize(L, th, qn, basis=basis, method=method, batch=batch, backend=backend,
-                                            dtype=X.dtype)
-            Y = ctx.factor.solve(X)
-        y = torch.from_numpy(np.ascontiguousarray(Y)).to(device=x.device, dtype=x.dtype)
-        ctx.save_for_backward(x, q, theta, y)
-        ctx.L, ctx.basis, ctx.backend = L, basis, backend
-        ctx.backward_tol = tol if backward_tol is None else backward_tol
-        return y
-
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx, grad_y):
-        x, q, theta, y = ctx.saved_tensors
-        need_x, need_q, need_theta = ctx.needs_input_grad[:3]
-        if not (need_x or need_q or need_theta):
-            return (None,) * 10
-        wd = _work_dtype(x)
-        G = _np(grad_y, wd)
-        qn, th = _np(q, torch.float64), _np(theta, torch.float64)
-        qw = qn.astype(G.dtype).reshape((-1,) + (1,) * (G.ndim - 1))
-        if ctx.factor is not None:  # A lambda = g with the factor of forward (A is symmetric)
-            Lam = ctx.factor.solve_adjoint(G)
-        else:
-            # A lambda = g with A = p(L) + Q symmetric: tikhonov_solve solves A Y = Q X, so pass X = g / q.
-            Lam = tikhonov_solve(ctx.L, th, qn, G / qw, basis=ctx.basis, tol=ctx.backward_tol, backend=ctx.backend,
-                                 method="cg")
-        Lam = np.asarray(Lam, dtype=G.dtype)
-        gx = gq = gth = None
-        if need_x:
-            gx = torch.from_numpy(np.ascontiguousarray(qw * Lam)).to(device=x.device, dtype=x.dtype)
-        if need_q or need_theta:
-            Y = _np(y, wd)
-        if need_q:
-            X = _np(x, wd)
-            d = Lam * (X - Y)
-            gq_np = d if d.ndim == 1 else d.sum(axis=1, dtype=np.float64)
-            gq = torch.from_numpy(np.ascontiguousarray(gq_np)).to(device=q.device, dtype=q.dtype)
-        if need_theta:
-            K = th.shape[0] - 1
-            s = _host_moments(ctx.L, Lam, Y, K)
-            gth_np = -(_basis_to_chebyshev(K, ctx.basis).T @ s)
-            gth = torch.from_numpy(gth_np).to(device=theta.device, dtype=theta.dtype)
-        return gx, gq, gth, None, None, None, None, None, None, None
-
-
-class _TikhonovDeviceFn(torch.autograd.Function):
-    """The same function as :class:`_TikhonovSolveFn` with every tensor kept on x's device: forward and
-    adjoint CG solves with ``backend="triton"|"cuda"`` (:mod:`fastnips.graph._device`), the gradients in
-    torch ops, the theta gradient's Chebyshev moments by torch sparse CSR products on the device."""
-
-    @staticmethod
-    def forward(ctx, x, q, theta, L, basis, backend, tol, backward_tol):
-        wd = _work_dtype(x)
-        th = _np(theta, torch.float64)
-        y = tikhonov_solve(L, th, q.detach().to(wd), x.detach().to(wd), basis=basis, tol=tol, backend=backend,
-                           method="cg")
-        ctx.save_for_backward(x, q, theta, y)
-        ctx.L, ctx.basis, ctx.backend = L, basis, backend
-        ctx.backward_tol = tol if backward_tol is None else backward_tol
-        return y.to(x.dtype)
-
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx, grad_y):
-        x, q, theta, y = ctx.saved_tensors
-        need_x, need_q, need_theta = ctx.needs_input_grad[:3]
-        if not (need_x or need_q or need_theta):
-            return (None,) * 8
-        wd = _work_dtype(x)
-        G = grad_y.detach().to(wd)
-        qw = q.detach().to(wd).reshape((-1,) + (1,) * (G.dim() - 1))
-        th = _np(theta, torch.float64)
-        Lam = tikhonov_solve(ctx.L, th, qw.reshape(-1), G / qw, basis=ctx.basis, tol=ctx.backward_tol,
-                             backend=ctx.backend, method="cg")
-        gx = gq = gth = None
-        if need_x:
-            gx = (qw * Lam).to(x.dtype)
-        if need_q:
-            d = Lam * (x.detach().to(wd) - y)
-            gq = (d if d.dim() == 1 else d.sum(dim=1, dtype=torch.float64)).to(q.dtype)
-        if need_theta:
-            K = th.shape[0] - 1
-            Lc = ctx.L
-            Lt = torch.sparse_csr_tensor(torch.as_tensor(Lc.indptr, dtype=torch.int64, device=y.device),
-                                         torch.as_tensor(Lc.indices, dtype=torch.int64, device=y.device),
-                                         torch.as_tensor(Lc.data, device=y.device, dtype=wd), size=Lc.shape,
-                                         check_invariants=False)  # a validated canonical CSR (_as_csr)
-            y2 = y if y.dim() == 2 else y.unsqueeze(1)
-            s = torch.stack(_chebyshev_moments(lambda V: Lt @ V, Lam.reshape(y2.shape), y2, K,
-                                               lambda A, B: torch.sum(A * B, dtype=torch.float64)))
-            C = torch.as_tensor(_basis_to_chebyshev(K, ctx.basis), device=y.device)
-            gth = (-(C.T @ s)).to(device=theta.device, dtype=theta.dtype)
-        return gx, gq, gth, None, None, None, None, None
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -218,12 +51,6 @@ def _check_tensor(name: str, t) -> torch.Tensor:
     if not t.is_floating_point():
         raise TypeError(f"{name} must be a floating-point tensor, got dtype {t.dtype}")
     return t
-
-
-def _check_basis(basis) -> str:
-    if basis not in BASES:
-        raise ValueError(f"basis must be one of {BASES}, got {basis!r}")
-    return basis
 
 
 def _check_tol(name: str, tol):
@@ -417,10 +244,12 @@ def _prop(x, q, coeffs, Lc, basis, backend, tol, backward_tol, method="auto", ba
         raise ValueError("coeffs contains NaN or inf")
     if not torch.isfinite(x).all():
         raise ValueError("x contains NaN or inf")
-    device_backend = _device_backend(x, backend, method)
-    if device_backend is not None:
-        return _TikhonovDeviceFn.apply(x, q, coeffs, Lc, basis, device_backend, tol, backward_tol)
-    return _TikhonovSolveFn.apply(x, q, coeffs, Lc, basis, backend, tol, backward_tol, method, ids)
+    # as tikhonov_solve: CG runs where x lives (a CUDA tensor picks cuda/triton), factorisations on the host
+    b = _backend.resolve(backend, op="tikhonov_prop", supported=SOLVE_BACKENDS, check=_method_check(method),
+                         like=x if method == "cg" else None)
+    if b in DEVICE_BACKENDS:
+        return _TikhonovDeviceFn.apply(x, q, coeffs, Lc, basis, b, tol, backward_tol)
+    return _TikhonovSolveFn.apply(x, q, coeffs, Lc, basis, b, tol, backward_tol, method, ids)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -443,12 +272,12 @@ class TikhonovProp(nn.Module):
 
     * ``scale="simplex"`` (default): :math:`\theta = \mathrm{softmax}(\varphi)`, so :math:`\theta_k > 0`
       and :math:`\sum_k \theta_k = 1`. **Why:** R is unchanged when q and p are multiplied by one common
-      factor c > 0, :math:`(c\,p(L) + c\,Q)^{-1} c\,Q = R`, and this is the only ambiguity
-      (shared/notes, A.2): a model with free scales can drift along it, and q is then only a relative
-      importance. Fixing :math:`\sum_k \theta_k = 1` removes it: since the Bernstein basis is a
-      partition of unity, :math:`0 \le p_\theta \le 1` on [0, 2] and each :math:`q_i` is an absolute
-      ratio of data fidelity to smoothness penalty (q_i >> 1: node i keeps its own signal; q_i << 1:
-      it takes its neighbourhood's). It also bounds the conditioning,
+      factor c > 0, :math:`(c\,p(L) + c\,Q)^{-1} c\,Q = R`, and this is the only ambiguity of (q, p)
+      given R: a model with free scales can drift along it, and q is then only a relative importance.
+      Fixing :math:`\sum_k \theta_k = 1` removes it: since the Bernstein basis is a partition of unity,
+      :math:`0 \le p_\theta \le 1` on [0, 2] and each :math:`q_i` is an absolute ratio of data
+      fidelity to smoothness penalty (q_i >> 1: node i keeps its own signal; q_i << 1: it takes its
+      neighbourhood's). It also bounds the conditioning,
       :math:`\kappa(A) \le (1 + \max q) / \min q`.
     * ``scale="softplus"``: :math:`\theta = \mathrm{softplus}(\varphi)`, non-negative with a free scale
       (BernNet-like). (q, p) is then identifiable only up to that common scale; normalise q yourself

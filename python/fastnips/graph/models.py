@@ -6,7 +6,8 @@ r"""TikhonovGNN: a Q-network, an encoder, one Tikhonov propagation, a readout an
 
 This module imports torch; :mod:`fastnips.graph` loads it only on first use of :class:`TikhonovGNN`.
 torch_geometric is never imported: PyG ``Data``/``Batch`` objects are read by their attributes.
-Paper: Tremblay, Ricaud, Bianchi (arXiv 2605.28578); shared/notes/tikhonov_freqbias_fds.md, part A.
+Paper: Tremblay, Ricaud, Bianchi, "A Generalized Tikhonov Layer for Interpretable-by-design Graph Neural
+Networks" (arXiv 2605.28578).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .baselines import global_pool
+from .baselines import _positive_int, global_pool
 from .layers import TikhonovProp, _as_index, check_batch, graph_operator
 
 __all__ = ["POOLINGS", "TASKS", "TikhonovGNN"]
@@ -61,12 +62,6 @@ def _mlp(d_in: int, hidden: int, d_out: int, layers: int) -> nn.Module:
     return nn.Sequential(*mods)
 
 
-def _positive_int(name: str, v, minimum: int = 1) -> int:
-    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {v!r}")
-    return int(v)
-
-
 class TikhonovGNN(nn.Module):
     r"""Tikhonov graph neural network for node or graph classification (interpretable by design).
 
@@ -92,20 +87,17 @@ class TikhonovGNN(nn.Module):
       **head** :math:`h_\nu` (``model.classifier``), an MLP of ``head_layers`` Linear maps. Node task:
       the head per node.
 
-    Choices made here (the paper leaves them open), measured with ``bench/graph/eval_tikhonov.py``:
+    Choices made here (the paper leaves them open), each chosen by measurement with
+    ``bench/graph/eval_tikhonov.py`` (the numbers: docs/notes/graph.md):
 
     * ``init="uniform"``: the filter starts flat (p constant, so R starts diagonal: no propagation
-      and no prior on the shape). Starting low-pass (``init="lowpass"``) trapped the model in a
-      low-pass filter on heterophilous graphs (contextual SBM at homophily 0.1: test accuracy 0.71 and
-      p(2) > p(0), vs 0.98 and a high-pass p from the flat start, same seed and budget).
-    * Encoder and head depth by task. Graph task: two-layer encoder and head, max pooling -- with a
-      linear encoder and head the model stayed at chance on digit grid graphs (0.12 on 600 graphs),
-      where these defaults come close to GCN/GIN. Node task: a linear encoder and a linear head, so
-      the logits are linear in R's rows (the strictest "interpretable by design" reading) and the
-      graph reaches the prediction only through the learned filter. With two-layer MLPs instead, the
-      node model fell back to an MLP on the features on the contextual SBM (p stayed flat at
-      homophily 0.3-0.7; accuracy 0.62 vs 0.76 at homophily 0.3, 3 seeds), while the linear model
-      learns a high-pass p at low homophily and a low-pass p at high homophily. Pass
+      and no prior on the shape). A low-pass start trapped the model in a low-pass filter on
+      heterophilous graphs, where the flat start learns a high-pass p.
+    * Encoder and head depth by task. Graph task: two-layer encoder and head, max pooling (with a
+      linear encoder and head the model stayed at chance on digit grid graphs). Node task: a linear
+      encoder and a linear head, so the logits are linear in R's rows (the strictest "interpretable by
+      design" reading) and the graph reaches the prediction only through the learned filter; with
+      two-layer MLPs the node model fell back to an MLP on the features (p stayed flat). Pass
       ``encoder_layers`` / ``head_layers`` to choose; q, p and R explain the propagation either way.
 
     Explanations: :meth:`explain` returns an :class:`~fastnips.graph.Explanation` (per-node q, the
@@ -141,17 +133,13 @@ class TikhonovGNN(nn.Module):
         Standardise the Q-network's scores within each graph before the softplus, then apply a learned
         gain and shift: :math:`q_i = \mathrm{softplus}(\gamma\, \hat s_i + \beta) + q_{\min}` with
         :math:`\hat s` the per-graph z-scores (``model.q_norm`` holds :math:`(\gamma, \beta)`, init (1, 0)).
-        Default: on for ``task="graph"``, off for ``task="node"``. Why, measured with
-        ``bench/graph/eval_tikhonov.py`` (full mode, 3 seeds): without it the scores of every node of a
-        mini-batch could drift below the softplus's knee within one epoch, leaving q = q_min everywhere
-        with a vanishing gradient, a dead model (digits: 1 of 3 seeds stayed at chance, 0.08, the other
-        two reached 0.90-0.94; with it 0.89 +- 0.05 and no dead seed); only the shift :math:`\beta`, one
-        scalar, can then move all q at once. On the single-graph node task it cost accuracy (contextual
-        SBM at homophily 0.9: 0.92 vs 0.98) and never prevented a failure, so it is off there. It also
-        changes which nodes get a high q: on BA-motifs the AUROC of q against the motif nodes fell from
-        0.81 +- 0.06 to 0.29 +- 0.28 (the model singles the motif out by a low q as often as by a high
-        one); read q as "how much this node's own features enter the propagation", not as a signed
-        importance.
+        Default: on for ``task="graph"``, off for ``task="node"``. Why: without it the scores of every
+        node of a mini-batch can drift below the softplus's knee within one epoch, leaving q = q_min
+        everywhere with a vanishing gradient (a dead model); with it only the shift :math:`\beta`, one
+        scalar, can move all q at once. On the single-graph node task it cost accuracy and never
+        prevented a failure, so it is off there. It also changes which nodes get a high q (the model may
+        single a motif out by a low q as well as by a high one): read q as "how much this node's own
+        features enter the propagation", not as a signed importance. Measurements: docs/notes/graph.md.
     basis, scale, backend, tol, backward_tol, init, method
         Passed to :class:`~fastnips.graph.TikhonovProp` (defaults: Bernstein, simplex, auto, solver
         defaults, "uniform", auto).
@@ -340,7 +328,7 @@ class TikhonovGNN(nn.Module):
         >>> edge_index = torch.tensor([[0, 1, 1, 2, 3, 4], [1, 0, 2, 1, 4, 3]])   # a path and an edge
         >>> e = model.explain(torch.ones(5, 1), edge_index, torch.tensor([0, 0, 0, 1, 1]), graph=0)
         >>> e.reading, e.q.shape, e.R.shape, e.nodes.tolist()
-        ('low-pass', (3,), (3, 3), [0, 1, 2])
+        ('flat', (3,), (3, 3), [0, 1, 2])
         """
         from .explain import explain_tikhonov
 

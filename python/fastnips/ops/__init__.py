@@ -5,6 +5,6 @@
 
 from __future__ import annotations
 
-from .spmm import spmm
+from ._spmm import SPMM_BACKENDS, spmm
 
-__all__ = ["spmm"]
+__all__ = ["SPMM_BACKENDS", "spmm"]

@@ -64,16 +64,12 @@ def spmm(*args, n_cols: int | None = None, backend: str = "auto", check_finite: 
 
     Parameters
     ----------
-    indptr : array-like of int, shape (n_rows + 1,)
-        Row pointers (numpy, torch or cupy).
-    indices : array-like of int, shape (nnz,)
-        Column index of each stored value; may be unsorted and repeated within a row (repeats add up).
-    data : array-like of float, shape (nnz,)
-        Stored values.
-    A : scipy.sparse matrix/array or torch sparse tensor, shape (n_rows, n_cols)
-        Instead of the three arrays. Non-CSR formats are converted (a copy).
-    X : array-like, shape (n_cols, k) or (n_cols,)
-        Dense right-hand sides; a 1-D ``X`` gives a 1-D result.
+    *args : (A, X) or (indptr, indices, data, X)
+        ``A``: a scipy.sparse matrix/array or torch sparse tensor of shape (n_rows, n_cols) (non-CSR
+        formats are converted, a copy); or its CSR arrays: ``indptr`` (int, shape (n_rows + 1,)),
+        ``indices`` (int, shape (nnz,); may be unsorted and repeated within a row, repeats add up) and
+        ``data`` (float, shape (nnz,)), as numpy, torch or cupy arrays. ``X``: dense right-hand sides of
+        shape (n_cols, k) or (n_cols,); a 1-D ``X`` gives a 1-D result.
     n_cols : int, optional
         Columns of A, for the three-array form (default ``X.shape[0]``, which it must equal).
     backend : {"auto", "reference", "cpp", "triton", "cuda", "cupy"}
