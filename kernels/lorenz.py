@@ -1,4 +1,4 @@
-r"""Triton kernels of the Lorenz driver (:mod:`fastnips.diffusion.drivers`, backend ``"triton"``).
+r"""Triton kernels of the Lorenz driver (:mod:`fastnips.diffusion.lorenz`, backend ``"triton"``).
 
 **RK4 of many Lorenz-63 copies** (:func:`lorenz_rk4`): one program per ``BLOCK`` copies of
 
@@ -47,6 +47,9 @@ def _rk4_kernel(state_ptr, obs_ptr, par_ptr, D, N_REC, REC_EVERY, RECORD: tl.con
     y = tl.load(state_ptr + D + offs, mask=ok, other=0.0)
     z = tl.load(state_ptr + 2 * D + offs, mask=ok, other=0.0)
     optr = obs_ptr + offs  # advanced by one row (D values) per record: 64-bit pointer arithmetic
+    # The RK4 step below repeats diffusion/reference.py's lorenz_rk4_reference line for line, on purpose: a
+    # @triton.jit kernel can call only @triton.jit functions, the reference (the oracle) must import without
+    # Triton, and the same arithmetic order is what keeps the backends within rounding of each other.
     for _r in range(N_REC):
         for _s in range(REC_EVERY):
             ax, ay, az = _lorenz_field(x, y, z, sigma, rho, beta)

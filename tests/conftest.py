@@ -13,7 +13,7 @@ import pytest
 
 from fastnips import _backend
 
-from .helpers import backend_fixture, load_bench_script  # noqa: F401  (load_bench_script: old import path)
+from .helpers import backend_fixture
 
 # Every backend; those that cannot run here skip with the reason. Folders and modules whose ops implement
 # fewer backends override it with backend_fixture(<their backends>).

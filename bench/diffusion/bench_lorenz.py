@@ -27,7 +27,8 @@ torch = pytest.importorskip("torch")
 
 from fastnips import _backend  # noqa: E402
 from fastnips.diffusion import reference as ref  # noqa: E402
-from fastnips.diffusion.drivers import Gaussian, Lorenz, _initial_states, lorenz_rk4  # noqa: E402
+from fastnips.diffusion.drivers import Gaussian, Lorenz, lorenz_rk4  # noqa: E402
+from fastnips.diffusion.lorenz import _initial_states  # noqa: E402
 
 SHAPE = (64, 3, 32, 32)
 D = int(np.prod(SHAPE))

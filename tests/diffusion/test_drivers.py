@@ -29,20 +29,12 @@ from fastnips.diffusion.drivers import (  # noqa: E402
     make_driver,
 )
 
-KERNEL_BACKENDS = ("reference", "cpp", "triton")
-
 
 def attractor_states(d: int, seed: int = 0) -> np.ndarray:
     """(3, d) states on the attractor: random starts run 10 time units with the reference."""
     rng = np.random.default_rng(seed)
     s0 = np.stack([rng.uniform(-15, 15, d), rng.uniform(-15, 15, d), rng.uniform(5, 40, d)])
     return ref.lorenz_rk4_reference(s0, 1000, 0.01)[0]
-
-
-def kernel_backend(backend: str) -> str:
-    if backend not in KERNEL_BACKENDS:
-        pytest.skip(f"lorenz_rk4 has no {backend!r} backend")
-    return backend
 
 
 def cheap_lorenz(shape=(4, 5), **kw):
@@ -58,7 +50,7 @@ def cheap_lorenz(shape=(4, 5), **kw):
 def test_kernel_matches_reference(backend):
     """cpp and triton (interpreted here) equal the numpy reference within 1e-9 over 300 steps (observed: cpp
     differs at ~1e-11 where FMAs contract, interpreted triton is exact)."""
-    b = kernel_backend(backend)
+    b = backend
     s0 = attractor_states(37)  # not a multiple of the 16-copy block
     s_ref, obs_ref = ref.lorenz_rk4_reference(s0, 300, 0.005, record_every=60)
     if b == "triton":
@@ -92,7 +84,7 @@ def test_kernel_leaves_input_alone_and_keeps_its_kind():
 
 
 def test_pool_draw_matches_reference_bit_for_bit(backend):
-    b = kernel_backend(backend)
+    b = backend
     rng = np.random.default_rng(1)
     for dtype in (np.float32, np.float64):
         pool = rng.normal(size=1000).astype(dtype)
@@ -127,7 +119,7 @@ def test_rk4_is_fourth_order():
 
 def test_mirror_symmetry_is_exact(backend):
     """(x, y, z) -> (-x, -y, z) maps solutions to solutions; RK4's arithmetic commutes with it exactly."""
-    b = kernel_backend(backend)
+    b = backend
     s0 = attractor_states(20, seed=4)
     m0 = s0 * np.array([[-1.0], [-1.0], [1.0]])
     as_in = (lambda a: torch.from_numpy(a)) if b == "triton" else (lambda a: a)
@@ -304,7 +296,7 @@ def test_lorenz_none_Q_and_space_Q():
 def test_lorenz_backends_agree(backend, shuffle):
     """Every backend builds the same driver: equal to rounding early on (the flow is chaotic, so only a short
     horizon is comparable); the "time" draws index the pool identically."""
-    b = kernel_backend(backend)
+    b = backend
     kw = dict(shape=(6,), shuffle=shuffle, tau=0.05, burn_in=0.1, buffer=256, seed=1)
     want = Lorenz(**kw, backend="reference").draw(3, dtype=torch.float64)
     got = Lorenz(**kw, backend=b).draw(3, dtype=torch.float64)

@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from ..conftest import load_bench_script
+from ..helpers import load_bench_script
 
 pytest.importorskip("torch")
 pytest.importorskip("sklearn")

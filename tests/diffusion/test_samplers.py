@@ -14,6 +14,7 @@ import math
 import pytest
 import torch
 
+from fastnips.diffusion import loop as L
 from fastnips.diffusion import samplers as S
 from fastnips.diffusion import schedules as sch
 
@@ -308,13 +309,13 @@ def test_nonfinite_message_names_sigma():
 def test_deferred_finite_guard():
     """The device path: flags stay on the device, read once; the first bad evaluation is reported."""
     x = torch.zeros(4)
-    guard = S._FiniteGuard(x, 3, deferred=True)
+    guard = L._FiniteGuard(x, 3, deferred=True)
     guard.check(torch.zeros(4), 0, 2.0)
     guard.check(torch.tensor([0.0, math.nan, 0, 0]), 1, 1.0)
     guard.check(torch.full((4,), math.inf), 2, 0.5)
     with pytest.raises(ValueError, match=r"step 1 \(sigma=1\)"):
         guard.finish()
-    ok = S._FiniteGuard(x, 2, deferred=True)
+    ok = L._FiniteGuard(x, 2, deferred=True)
     ok.check(torch.zeros(4), 0, 2.0)
     ok.finish()
 

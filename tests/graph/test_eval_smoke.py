@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ..conftest import load_bench_script
+from ..helpers import load_bench_script
 
 pytest.importorskip("torch")
 pytest.importorskip("sklearn")

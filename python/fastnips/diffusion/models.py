@@ -27,19 +27,20 @@ level enters through sinusoidal features of :math:`c_{noise}` and a two-layer ML
   (8 -> 4 -> 8), 357,625 parameters (0.7 MB in fp16); the shipped checkpoint.
 * :data:`CIFAR_CONFIG` -- ``SmallUNet(in_ch=3, base=32, mults=(1, 2, 2), n_res=1)`` for 3x32x32 inputs
   (32 -> 16 -> 8), 1,046,883 parameters, the model timed by the sampler-overhead benchmark (no trained weights
-  ship for it; it runs with random weights). One forward pass of :class:`EDMDenoiser` over it on a 64x3x32x32
-  float32 batch takes about 0.15-0.17 s on 2 CPU threads (``OMP_NUM_THREADS=2``, torch 2.13 CPU, no grad;
-  the digits model takes about 10 ms on a 64x1x8x8 batch).
+  ship for it; it runs with random weights).
 
-The shipped checkpoint ``fastnips/data/digits_unet.pt`` (fp16 weights, 746 kB) is made by
+The shipped checkpoint ``fastnips/data/digits_unet.pt`` (fp16 weights) is made by
 ``bench/diffusion/train_unet.py`` and loaded by :func:`load_digits_denoiser`. Images are in [-1, 1]
-(``2 * pixel - 1``). Recorded run: 1,438 training digits, 200 epochs of batch 128 (2,200 Adam steps, lr 2e-3,
-cosine, EMA 0.999), seed 0, 450 s on 2 shared CPU threads; EDM loss 1.67 in the first epoch, 0.423 in the last;
-on the shipped weights, 16 seeded noise draws per image: train 0.430, held-out (359 digits) 0.460. One-call
-denoising RMSE on held-out digits at sigma = 0.1 / 0.5 / 2: 0.064 / 0.203 / 0.461 (identity: the sigma itself).
-18-step EDM-Heun samples (1,000): sliced Wasserstein 0.053 to the held-out digits (train vs held-out: 0.045),
-mean nearest-training distance 2.24 (held-out digits: 2.11, so it does not memorise). Everything is in the
-loaded model's ``train_info``.
+(``2 * pixel - 1``). The training run's settings and losses are in the loaded model's ``train_info``; the
+recorded run, timings and sample quality are in docs/notes/diffusion.md.
+
+Examples
+--------
+>>> import torch
+>>> from fastnips.diffusion.models import load_digits_denoiser
+>>> D = load_digits_denoiser()
+>>> D(torch.zeros(2, 1, 8, 8), torch.full((2,), 0.5)).shape
+torch.Size([2, 1, 8, 8])
 
 References
 ----------

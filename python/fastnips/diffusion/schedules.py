@@ -143,12 +143,8 @@ def get_sigmas_exponential(n: int, sigma_min: float, sigma_max: float, *, device
 
     Parameters
     ----------
-    n : int
-        Number of sampling steps (>= 1).
-    sigma_min, sigma_max : float
-        ``0 < sigma_min < sigma_max``.
-    device, dtype
-        Of the returned tensor.
+    n, sigma_min, sigma_max, device, dtype
+        As in :func:`get_sigmas_karras`.
 
     Returns
     -------
@@ -172,14 +168,10 @@ def get_sigmas_polyexponential(n: int, sigma_min: float, sigma_max: float, rho: 
 
     Parameters
     ----------
-    n : int
-        Number of sampling steps (>= 1).
-    sigma_min, sigma_max : float
-        ``0 < sigma_min < sigma_max``.
     rho : float
         Positive exponent.
-    device, dtype
-        Of the returned tensor.
+    n, sigma_min, sigma_max, device, dtype
+        As in :func:`get_sigmas_karras`.
 
     Returns
     -------
@@ -209,7 +201,7 @@ def get_sigmas_vp(n: int, beta_d: float = 19.9, beta_min: float = 0.1, eps_s: fl
     eps_s : float
         Last time, ``0 < eps_s < 1``.
     device, dtype
-        Of the returned tensor.
+        As in :func:`get_sigmas_karras`.
 
     Returns
     -------
