@@ -15,8 +15,8 @@ order, by a rank count (``group`` x ``group`` comparisons per row).
 masked row reduction and the rank-1 update is one fused tile operation with row i of :math:`U` (masked to
 the columns right of i). The block's error columns :math:`E` go to a buffer; the lazy update of the columns
 right of the block, :math:`W_{[:, i_2:]} \mathrel{-}= E\, U_{[i_1:i_2, i_2:]}`, is a torch matmul done by the
-caller (fastnips.prune.obs), as is the unstructured selection at block start (a torch sort on the
-block's scores, passed in as ``keep``). Loss terms are formed in the weight's dtype and summed in float64.
+caller (:mod:`fastnips.prune.sparsegpt_layer`), as is the unstructured selection at block start (a torch sort
+on the block's scores, passed in as ``keep``). Loss terms are formed in the weight's dtype and summed in float64.
 
 The caller guarantees ``count % group == 0`` for N:M (blocksize is a multiple of the group and so is
 in_features). Import lazily: ``@triton.jit`` reads ``TRITON_INTERPRET`` at import.

@@ -32,7 +32,7 @@ torch = pytest.importorskip("torch")
 
 from fastnips import _backend  # noqa: E402
 from fastnips.prune.masks import NM, select_mask  # noqa: E402
-from fastnips.prune.obs import sparsegpt_prune_  # noqa: E402
+from fastnips.prune.sparsegpt_layer import sparsegpt_prune_  # noqa: E402
 
 
 def _peers():
@@ -47,6 +47,11 @@ def _peers():
 
 
 peers = _peers()
+
+
+def _need_cpp() -> None:
+    if not _backend.backend_available("cpp"):
+        pytest.skip(_backend.why_unavailable("cpp"))
 
 SGPT_SHAPES = [
     pytest.param((1536, 576), id="1536x576"),
@@ -93,8 +98,7 @@ def test_sparsegpt_layer(machine_facts, shape, pattern, impl):
         Wd, Hd = W0.cuda(), H.cuda()
         run = lambda: (lambda W: (W, sparsegpt_prune_(W, Hd, backend="triton", **spec).mask))(Wd.clone())
     elif impl == "fastnips-cpp":
-        if not _backend.backend_available("cpp"):
-            pytest.skip(_backend.why_unavailable("cpp"))
+        _need_cpp()
         run = lambda: (lambda W: (W, sparsegpt_prune_(W, H, backend="cpp", **spec).mask))(W0.clone())
     else:
         nm = spec.get("pattern")
@@ -125,8 +129,7 @@ def test_nm_select(machine_facts, impl):
     benchmark.group = "nm-select 2:4 (4096 x 4096)"
     S = scores()
     if impl == "fastnips-cpp":
-        if not _backend.backend_available("cpp"):
-            pytest.skip(_backend.why_unavailable("cpp"))
+        _need_cpp()
         run = lambda: select_mask(S, pattern=NM(2, 4), backend="cpp")
     elif impl == "torch-loop-topk":
         run = lambda: peers.nm_mask_loop(S, 2, 4)
@@ -143,8 +146,7 @@ def test_row_select(machine_facts, impl):
     benchmark.group = "row-select 50% (4096 x 4096)"
     S = scores()
     if impl == "fastnips-cpp":
-        if not _backend.backend_available("cpp"):
-            pytest.skip(_backend.why_unavailable("cpp"))
+        _need_cpp()
         run = lambda: select_mask(S, sparsity=0.5, backend="cpp")
     else:
         run = lambda: peers.row_mask_sort(S, 0.5)

@@ -1,5 +1,6 @@
-r"""Plain-PyTorch peers for the pruning benchmarks, written from the formulas of shared/notes/prune.md §2.3-2.4
-(not copied from the SparseGPT or Wanda repositories): what a user would write without fastnips.
+r"""Plain-PyTorch peers for the pruning benchmarks, written from the formulas of the SparseGPT (arXiv 2301.00774)
+and Wanda (arXiv 2306.11695) papers, not copied from their repositories: what a user would write without
+fastnips.
 
 * :func:`sparsegpt_loop` -- SparseGPT as the algorithm is usually written: float64 Cholesky preparation, then
   blocks of 128 columns with a Python loop over the block's columns, vectorised over rows, and one GEMM per

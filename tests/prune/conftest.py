@@ -1,5 +1,7 @@
-"""Small decoders for the pruning tests: our TinyDecoder and, when transformers is installed, a randomly
-initialised Hugging Face Llama built in memory (no download). Both have HF Llama's module names."""
+"""Shared pieces of the pruning tests: the ``backend`` fixture over the backends of the cpp-backed ops (mask
+selection, packing; modules whose ops have others override it), and small decoders: our TinyDecoder and,
+when transformers is installed, a randomly initialised Hugging Face Llama built in memory (no download).
+Both have HF Llama's module names."""
 
 from __future__ import annotations
 
@@ -7,6 +9,10 @@ import pytest
 import torch
 
 from fastnips.prune.calib import Calibration
+
+from ..helpers import backend_fixture
+
+backend = backend_fixture("reference", "cpp")
 
 
 def make_decoder(kind: str, seed: int = 0, layers: int = 3):

@@ -75,17 +75,27 @@ def test_wanda_not_inplace_leaves_model_unchanged(decoder_kind, calib):
     assert all(torch.equal(masks[n], m) for n, m in wanda(pruned, calib, sparsity=0.5).items())
 
 
+def _collect(model, lin, batches, *, hessian):
+    """A StatsCollector on ``lin`` over the model's forward of each batch (one ``next_batch`` each), removed
+    afterwards; returns it and the logits per batch."""
+    col = StatsCollector(lin, hessian=hessian)
+    try:
+        with torch.no_grad():
+            outs = []
+            for ids in batches:
+                col.next_batch()
+                outs.append(model(input_ids=ids).logits)
+    finally:
+        col.remove()
+    return col, outs
+
+
 def test_wanda_dense_propagation_uses_one_dense_pass(calib):
     model = make_decoder("tiny")
     ref_model = copy.deepcopy(model)
     masks = wanda(model, calib, sparsity=0.5, propagate="dense", batch_size=4)
     lin = block_linears(ref_model)
-    col = StatsCollector(lin, hessian=False)
-    with torch.no_grad():
-        for ids in calib.batches(4):
-            col.next_batch()
-            ref_model(input_ids=ids)
-    col.remove()
+    col, _ = _collect(ref_model, lin, calib.batches(4), hessian=False)
     for n, m in lin.items():
         assert torch.equal(masks[n], select_mask(wanda_scores(m.weight, col.by_name[n].norms()), sparsity=0.5)), n
 
@@ -113,14 +123,8 @@ def test_stats_once_per_distinct_input_and_hooks_do_not_alter_outputs(decoder_ki
         ref = model(input_ids=ids).logits
     _, blocks = decoder_blocks(model)
     lin = {n: m for n, m in blocks[1].named_modules() if isinstance(m, nn.Linear)}
-    col = StatsCollector(lin, hessian=True)
-    with torch.no_grad():
-        for b in calib.batches(3):
-            col.next_batch()
-            model(input_ids=b)
-        col.next_batch()
-        out = model(input_ids=ids).logits
-    col.remove()
+    col, outs = _collect(model, lin, [*calib.batches(3), ids], hessian=True)
+    out = outs[-1]
     assert torch.equal(out, ref)  # hooks return None
     # q/k/v share the attention input, gate/up the MLP input: 4 distinct inputs, one pass each per batch
     assert col.distinct == 4
@@ -182,7 +186,7 @@ def test_bad_criterion_arguments(calib):
 
 def test_sparsegpt_over_a_model_equals_the_layerwise_sweep_in_sequence(calib):
     from fastnips.prune.criteria import sparsegpt
-    from fastnips.prune.obs import sparsegpt_prune_
+    from fastnips.prune.sparsegpt_layer import sparsegpt_prune_
 
     model = make_decoder("tiny")
     ref_model = copy.deepcopy(model)

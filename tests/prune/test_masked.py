@@ -22,21 +22,25 @@ from torch.nn import functional as F  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 from torch.utils._pytree import tree_flatten  # noqa: E402
 
+from fastnips.prune import bits as pb  # noqa: E402
 from fastnips.prune import masked as mm  # noqa: E402
-from fastnips.prune.masked import (  # noqa: E402
-    LoRA,
-    MaskedLinear,
-    MaskedLoRALinear,
+from fastnips.prune import masked_ops as ops  # noqa: E402
+from fastnips.prune.bits import pack_mask, unpack_mask  # noqa: E402
+from fastnips.prune.masked import LoRA, MaskedLinear, MaskedLoRALinear  # noqa: E402
+from fastnips.prune.surgery import (  # noqa: E402
     add_lora,
     apply_masks,
     keep_masks,
     masks_of,
     merge_lora,
-    pack_mask,
     sparsity_report,
     strip_masks,
-    unpack_mask,
 )
+
+from ..helpers import backend_fixture  # noqa: E402
+
+# the backends of the masked layers
+backend = backend_fixture(*ops.MASKED_BACKENDS)
 
 
 def rand_mask(rows, cols, p=0.5, seed=0):
@@ -88,7 +92,7 @@ class NewStorages(TorchDispatchMode):
 
 @pytest.mark.parametrize("cols", [1, 7, 8, 13, 64, 65])
 def test_pack_layout_is_numpy_little_endian_and_round_trips(cols, monkeypatch):
-    monkeypatch.setattr(mm, "CHUNK_BYTES", 16)  # several row blocks
+    monkeypatch.setattr(pb, "CHUNK_BYTES", 16)  # several row blocks
     m = rand_mask(9, cols, 0.4, seed=cols)
     bits = pack_mask(m)
     assert bits.dtype == torch.uint8
@@ -156,13 +160,13 @@ def test_gradcheck_masked_linear():
     # W enters as V ⊙ M so that perturbing a pruned entry keeps the invariant W = W ⊙ M (our dW is the
     # gradient on the kept entries; that pruned entries get exactly 0 is tested below)
     V = torch.randn(5, 6, dtype=torch.float64, requires_grad=True)
-    fn = lambda x, V, b: mm._MaskedLinearFn.apply(x, V * mask, b, bits, "reference")
+    fn = lambda x, V, b: ops.MaskedLinearFn.apply(x, V * mask, b, bits, "reference")
     assert torch.autograd.gradcheck(fn, (x, V, b))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
 def test_weight_grad_is_exactly_zero_on_pruned_entries(dtype, monkeypatch):
-    monkeypatch.setattr(mm, "CHUNK_BYTES", 64)  # row-chunked masking
+    monkeypatch.setattr(pb, "CHUNK_BYTES", 64)  # row-chunked masking
     lin, mask = layer(d_in=20, d_out=9, dtype=dtype)
     ml = MaskedLinear.from_linear(lin, mask)
     x = torch.randn(4, 20).to(dtype)
@@ -178,7 +182,7 @@ def test_weight_grad_is_exactly_zero_on_pruned_entries(dtype, monkeypatch):
 
 
 def test_backward_allocates_no_full_size_mask(monkeypatch):
-    monkeypatch.setattr(mm, "CHUNK_BYTES", 4096)
+    monkeypatch.setattr(pb, "CHUNK_BYTES", 4096)
     lin, mask = layer(d_in=96, d_out=64, dtype=torch.float64)
     ml = MaskedLinear.from_linear(lin, mask)
     x = torch.randn(4, 96, dtype=torch.float64, requires_grad=True)  # activations < 64 * 96 bytes
@@ -346,16 +350,16 @@ def test_gradcheck_masked_lora(masked):
     V = torch.randn(5, 6, dtype=torch.float64, requires_grad=True)  # a trainable base, as V ⊙ M
     bits, s = lo.mask_bits, lo.scale
     if masked:
-        fn = lambda x, V, b, A, B: mm._MaskedLoRAFn.apply(x, V * mask, b, A, B, bits, s, "reference")
+        fn = lambda x, V, b, A, B: ops.MaskedLoRAFn.apply(x, V * mask, b, A, B, bits, s, "reference")
     else:
         def fn(x, V, b, A, B):
             lo.lora_A, lo.lora_B = nn.Parameter(A), nn.Parameter(B)  # through the module's own path
-            return mm._MaskedLinearFn.apply(x, V * mask, b, bits, "reference") + s * F.linear(F.linear(x, A), B)
+            return ops.MaskedLinearFn.apply(x, V * mask, b, bits, "reference") + s * F.linear(F.linear(x, A), B)
     assert torch.autograd.gradcheck(fn, (x, V, b, A, B))
 
 
 def test_lora_gradients_match_autograd_through_the_dense_product_and_are_masked(monkeypatch):
-    monkeypatch.setattr(mm, "CHUNK_BYTES", 200)
+    monkeypatch.setattr(pb, "CHUNK_BYTES", 200)
     lo, mask = lora_layer(d_in=20, d_out=11, r=3)
     lo.weight.requires_grad_(True)
     x = torch.randn(4, 20, dtype=torch.float64, requires_grad=True)
@@ -374,7 +378,7 @@ def test_lora_gradients_match_autograd_through_the_dense_product_and_are_masked(
 def test_lora_results_do_not_depend_on_the_chunk_size(monkeypatch):
     results = []
     for chunk in (1, 300, 10**9):
-        monkeypatch.setattr(mm, "CHUNK_BYTES", chunk)
+        monkeypatch.setattr(pb, "CHUNK_BYTES", chunk)
         lo, _ = lora_layer(d_in=20, d_out=11, r=3)
         x = torch.randn(2, 4, 20, dtype=torch.float64, generator=torch.Generator().manual_seed(3),
                         requires_grad=True)
@@ -387,7 +391,7 @@ def test_lora_results_do_not_depend_on_the_chunk_size(monkeypatch):
 
 
 def test_lora_never_forms_a_full_size_temporary(monkeypatch):
-    monkeypatch.setattr(mm, "CHUNK_BYTES", 4096)
+    monkeypatch.setattr(pb, "CHUNK_BYTES", 4096)
     lo, _ = lora_layer(d_in=96, d_out=64, r=4)
     x = torch.randn(8, 96, dtype=torch.float64, requires_grad=True)
     with NewStorages() as rec:
@@ -400,7 +404,7 @@ def test_lora_never_forms_a_full_size_temporary(monkeypatch):
 
 @pytest.mark.parametrize("opt_kind", ["adamw", "sgd"])
 def test_lora_training_then_merge_keeps_sparsity_exactly_and_the_function(opt_kind, monkeypatch):
-    monkeypatch.setattr(mm, "CHUNK_BYTES", 256)
+    monkeypatch.setattr(pb, "CHUNK_BYTES", 256)
     lo, mask = lora_layer(d_in=12, d_out=7, r=3, dtype=torch.float32)
     with torch.no_grad():
         lo.lora_B.zero_()
@@ -620,8 +624,6 @@ def test_apply_masks_on_a_masked_layer_prunes_further():
 
 def test_backend_fixture_agreement(backend):
     """Every backend the masked layers have gives the reference's results (float32)."""
-    if backend not in ("reference", "triton"):
-        pytest.skip(f"the masked layers have no {backend!r} backend")
     lo, mask = lora_layer(d_in=20, d_out=16, r=4, dtype=torch.float32)
     lo.weight.requires_grad_(True)
     x = torch.randn(2, 5, 20, requires_grad=True)
@@ -637,3 +639,30 @@ def test_backend_fixture_agreement(backend):
     for a, b in zip(out["reference"], out[backend]):
         torch.testing.assert_close(b, a, rtol=1e-5, atol=1e-5 * float(a.abs().max()))
     assert (out[backend][4][~mask] == 0).all()
+
+
+def test_triton_is_refused_for_other_dtypes_and_for_atomics_under_deterministic_algorithms():
+    t32, t64 = torch.zeros(2, 2), torch.zeros(2, 2, dtype=torch.float64)
+    assert ops._triton_ok(t32)("triton") == ""
+    assert ops._triton_ok(t32)("reference") == ""
+    assert "float16, bfloat16 or float32" in ops._triton_ok(t64)("triton")
+    was = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        assert "atomics" in ops._triton_ok(t32, atomics=True)("triton")
+        assert ops._triton_ok(t32)("triton") == ""  # kernels without atomics stay allowed
+    finally:
+        torch.use_deterministic_algorithms(was)
+    assert ops._triton_ok(t32, atomics=True)("triton") == ""
+
+
+def test_moved_names_of_masked_warn_and_still_work():
+    import fastnips.prune.surgery as surgery
+
+    with pytest.warns(DeprecationWarning, match="fastnips.prune.surgery.apply_masks"):
+        assert mm.apply_masks is surgery.apply_masks
+    assert mm.pack_mask is pack_mask
+    with pytest.warns(DeprecationWarning, match="CHUNK_BYTES"):
+        assert mm.CHUNK_BYTES == pb.CHUNK_BYTES
+    with pytest.raises(AttributeError):
+        mm.no_such_name  # noqa: B018

@@ -137,7 +137,8 @@ def test_bad_tensors_and_patterns():
 
 
 # ---------------------------------------------------------------------------------------------------
-# backends: cpp (csrc/prune/masks.cpp) against the torch reference, bit for bit
+# backends: cpp (csrc/prune/masks.cpp) against the torch reference, bit for bit (the ``backend`` fixture of
+# conftest.py: reference, cpp)
 
 MASK_SPECS = [
     pytest.param(dict(sparsity=0.0), id="row0"),
@@ -149,14 +150,6 @@ MASK_SPECS = [
     pytest.param(dict(pattern=NM(4, 8)), id="4:8"),
     pytest.param(dict(pattern=NM(5, 32)), id="5:32"),  # a group above 16 takes the nth_element path
 ]
-
-
-@pytest.fixture(params=["reference", "cpp"])
-def mask_backend(request):
-    why = _backend.why_unavailable(request.param)
-    if why:
-        pytest.skip(f"backend {request.param!r} not available: {why}")
-    return request.param
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16])
@@ -178,16 +171,16 @@ def test_cpp_equals_reference_bit_for_bit(spec, dtype):
         assert torch.equal(got, ref)
 
 
-def test_existing_oracles_hold_on_every_backend(mask_backend):
+def test_existing_oracles_hold_on_every_backend(backend):
     W = tied_weights()
     s = magnitude_scores(W)
     k = W.shape[1] // 2
-    m = select_mask(s, sparsity=0.5, backend=mask_backend)
+    m = select_mask(s, sparsity=0.5, backend=backend)
     for i in range(W.shape[0]):
         assert m[i].tolist() == oracle_row_mask(s[i].tolist(), k)
-    m = select_mask(s, sparsity=0.6, scope="matrix", backend=mask_backend)
+    m = select_mask(s, sparsity=0.6, scope="matrix", backend=backend)
     assert m.reshape(-1).tolist() == oracle_row_mask(s.reshape(-1).tolist(), math.floor(0.6 * s.numel()))
-    m = select_mask(s, pattern=NM(1, 4), backend=mask_backend)
+    m = select_mask(s, pattern=NM(1, 4), backend=backend)
     for i in range(W.shape[0]):
         for g0 in range(0, W.shape[1], 4):
             assert m[i, g0 : g0 + 4].tolist() == oracle_row_mask(s[i, g0 : g0 + 4].tolist(), 3)
@@ -196,14 +189,14 @@ def test_existing_oracles_hold_on_every_backend(mask_backend):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
 @pytest.mark.parametrize("criterion", ["magnitude", "wanda"])
 @pytest.mark.parametrize("spec", [MASK_SPECS[1], MASK_SPECS[3], MASK_SPECS[4], MASK_SPECS[5]])
-def test_prune_weight_fuses_score_select_apply(mask_backend, criterion, spec, dtype):
+def test_prune_weight_fuses_score_select_apply(backend, criterion, spec, dtype):
     g = torch.Generator().manual_seed(12)
     W = tied_weights(rows=20, cols=32, levels=3, seed=2).to(dtype) * torch.randn(1, 32, generator=g).sign().to(dtype)
     norms = torch.rand(32, generator=g, dtype=torch.float64) + 0.5 if criterion == "wanda" else None
     scores = magnitude_scores(W) if norms is None else wanda_scores(W, norms)
     want_mask = select_mask(scores, backend="reference", **spec)
     got = W.clone()
-    mask = prune_weight_(got, criterion=criterion, input_norms=norms, backend=mask_backend, **spec)
+    mask = prune_weight_(got, criterion=criterion, input_norms=norms, backend=backend, **spec)
     assert torch.equal(mask, want_mask)
     assert torch.equal(got, W.masked_fill(~want_mask, 0.0))
     assert not torch.signbit(got[~mask]).any()  # pruned entries are +0.0, not W.mul_(mask)'s -0.0

@@ -9,30 +9,13 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from fastnips import _backend  # noqa: E402
+import fastnips.prune.pack as P  # noqa: E402
+from fastnips.prune.checkpoint import FORMAT_VERSION, load_sparse, save_sparse  # noqa: E402
 from fastnips.prune.masks import NM, select_mask  # noqa: E402
-from fastnips.prune.pack import (  # noqa: E402
-    FORMAT_VERSION,
-    PackedBitmask,
-    PackedNM,
-    load_sparse,
-    pack_bitmask,
-    pack_nm,
-    save_sparse,
-    unpack_bitmask,
-    unpack_nm,
-)
+from fastnips.prune.pack import PackedBitmask, PackedNM, pack_bitmask, pack_nm, unpack_bitmask, unpack_nm  # noqa: E402
 
 DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
 BITS = {2: torch.int16, 4: torch.int32, 8: torch.int64}
-
-
-@pytest.fixture(params=["reference", "cpp"])
-def pack_backend(request):
-    why = _backend.why_unavailable(request.param)
-    if why:
-        pytest.skip(f"backend {request.param!r} not available: {why}")
-    return request.param
 
 
 def bits(t):
@@ -59,9 +42,9 @@ def plus_zero(W):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("pattern", [NM(1, 4), NM(2, 4), NM(4, 8), NM(3, 8)], ids=str)
-def test_nm_round_trip_is_bitwise(pack_backend, pattern, dtype):
+def test_nm_round_trip_is_bitwise(backend, pattern, dtype):
     W = nm_weight(9, 48, pattern, dtype)
-    p = pack_nm(W, pattern, backend=pack_backend)
+    p = pack_nm(W, pattern, backend=backend)
     assert isinstance(p, PackedNM)
     assert p.values.dtype == dtype
     assert p.indices.dtype == torch.uint8
@@ -70,7 +53,7 @@ def test_nm_round_trip_is_bitwise(pack_backend, pattern, dtype):
     assert (idx < pattern.group).all()
     if pattern.keep > 1:
         assert (idx[..., 1:] > idx[..., :-1]).all()
-    assert torch.equal(bits(unpack_nm(p, backend=pack_backend)), bits(plus_zero(W)))
+    assert torch.equal(bits(unpack_nm(p, backend=backend)), bits(plus_zero(W)))
     ref = pack_nm(W, pattern, backend="reference")
     assert torch.equal(bits(p.values), bits(ref.values))
     assert torch.equal(p.indices, ref.indices)
@@ -78,7 +61,7 @@ def test_nm_round_trip_is_bitwise(pack_backend, pattern, dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("cols", [1, 8, 37])
-def test_bitmask_round_trip_is_bitwise(pack_backend, dtype, cols):
+def test_bitmask_round_trip_is_bitwise(backend, dtype, cols):
     g = torch.Generator().manual_seed(cols)
     W = torch.randn(7, cols, generator=g).to(dtype)
     W = W.masked_fill(torch.rand(7, cols, generator=g) < 0.6, 0.0)
@@ -86,27 +69,27 @@ def test_bitmask_round_trip_is_bitwise(pack_backend, dtype, cols):
     W[1] = torch.arange(1, cols + 1).to(dtype)  # a full row
     W[2, 0] = float("nan")
     W[3, -1] = -0.0
-    p = pack_bitmask(W, backend=pack_backend)
+    p = pack_bitmask(W, backend=backend)
     assert isinstance(p, PackedBitmask)
     assert p.values.dtype == dtype
     assert tuple(p.bitmask.shape) == (7, (cols + 7) // 8)
     assert int(p.row_offsets[-1]) == p.values.numel() == int((W != 0).sum())
-    assert torch.equal(bits(unpack_bitmask(p, backend=pack_backend)), bits(plus_zero(W)))
+    assert torch.equal(bits(unpack_bitmask(p, backend=backend)), bits(plus_zero(W)))
     ref = pack_bitmask(W, backend="reference")
     assert torch.equal(bits(p.values), bits(ref.values))
     assert torch.equal(p.bitmask, ref.bitmask)
     assert torch.equal(p.row_offsets, ref.row_offsets)
 
 
-def test_layouts_by_hand(pack_backend):
+def test_layouts_by_hand(backend):
     W = torch.tensor([[0.0, 1.5, 0.0, 0.0, 2.0, 0.0, 0.0, 3.0, 0.0, 4.0],
                       [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]])
-    p = pack_bitmask(W, backend=pack_backend)
+    p = pack_bitmask(W, backend=backend)
     assert p.values.tolist() == [1.5, 2.0, 3.0, 4.0]
     assert p.bitmask.tolist() == [[0b10010010, 0b10], [0, 0]]  # column j is bit j % 8 of byte j // 8
     assert p.row_offsets.tolist() == [0, 4, 4]
     V = torch.tensor([[0.0, 5.0, 0.0, 0.0, 7.0, 0.0, 0.0, 8.0]])
-    q = pack_nm(V, NM(2, 4), backend=pack_backend)
+    q = pack_nm(V, NM(2, 4), backend=backend)
     assert q.indices.tolist() == [[0, 1, 0, 3]]  # the first group is completed by its lowest zero position
     assert q.values.tolist() == [[0.0, 5.0, 7.0, 8.0]]
 
@@ -127,42 +110,42 @@ def test_packed_sizes_match_the_formulas(dtype):
     assert q.nbytes == nnz * b + rows * ((cols + 7) // 8) + 8 * (rows + 1)
 
 
-def test_nm_violation_names_row_and_group(pack_backend):
+def test_nm_violation_names_row_and_group(backend):
     W = nm_weight(6, 16, NM(2, 4), torch.float32)
     W[4, 9] = 1.0
     W[4, 8] = W[4, 10] = W[4, 11] = 2.0  # row 4, group 2 now holds 4 nonzeros
     W[5, 0:4] = 1.0  # a later violation: the first one is reported
     with pytest.raises(ValueError, match=r"row 4, group 2 \(columns 8..11\) holds 4 nonzeros"):
-        pack_nm(W, NM(2, 4), backend=pack_backend)
+        pack_nm(W, NM(2, 4), backend=backend)
     with pytest.raises(ValueError, match="not a multiple of the N:M group 4"):
-        pack_nm(torch.zeros(2, 6), NM(2, 4), backend=pack_backend)
+        pack_nm(torch.zeros(2, 6), NM(2, 4), backend=backend)
     with pytest.raises(TypeError, match="must be an NM"):
-        pack_nm(W, "2:4", backend=pack_backend)
+        pack_nm(W, "2:4", backend=backend)
     with pytest.raises(TypeError, match="float16, bfloat16, float32 or float64"):
-        pack_nm(W.long(), NM(2, 4), backend=pack_backend)
+        pack_nm(W.long(), NM(2, 4), backend=backend)
     with pytest.raises(ValueError, match="must be 2-D"):
-        pack_bitmask(W[0], backend=pack_backend)
+        pack_bitmask(W[0], backend=backend)
 
 
-def test_malformed_packs_are_refused(pack_backend):
+def test_malformed_packs_are_refused(backend):
     W = nm_weight(4, 16, NM(2, 4), torch.float32)
     p = pack_nm(W, NM(2, 4))
     bad = p.indices.clone()
     bad[1, 3] = bad[1, 2]  # repeated position in row 1, group 1
     with pytest.raises(ValueError, match=r"strictly increasing.*row 1, group 1"):
-        unpack_nm(PackedNM(p.values, bad, p.shape, p.pattern), backend=pack_backend)
+        unpack_nm(PackedNM(p.values, bad, p.shape, p.pattern), backend=backend)
     bad = p.indices.clone()
     bad[2, 0] = 4
     bad[2, 1] = 5
     with pytest.raises(ValueError, match=r"strictly increasing.*row 2, group 0"):
-        unpack_nm(PackedNM(p.values, bad, p.shape, p.pattern), backend=pack_backend)
+        unpack_nm(PackedNM(p.values, bad, p.shape, p.pattern), backend=backend)
     with pytest.raises(ValueError, match="must have shape"):
-        unpack_nm(PackedNM(p.values[:, :4], p.indices[:, :4], p.shape, p.pattern), backend=pack_backend)
+        unpack_nm(PackedNM(p.values[:, :4], p.indices[:, :4], p.shape, p.pattern), backend=backend)
     q = pack_bitmask(W)
     off = q.row_offsets.clone()
     off[2] += 1
     with pytest.raises(ValueError, match="row_offsets disagree"):
-        unpack_bitmask(PackedBitmask(q.values, q.bitmask, off, q.shape), backend=pack_backend)
+        unpack_bitmask(PackedBitmask(q.values, q.bitmask, off, q.shape), backend=backend)
     r = pack_bitmask(torch.ones(2, 5))
     bm = r.bitmask.clone()
     bm[1, 0] |= 0b100000  # column 5 of a 5-column matrix
@@ -170,9 +153,9 @@ def test_malformed_packs_are_refused(pack_backend):
     off[2] += 1
     vals = torch.ones(11)
     with pytest.raises(ValueError, match="bitmask row 1 has bits set past the last column"):
-        unpack_bitmask(PackedBitmask(vals, bm, off, r.shape), backend=pack_backend)
+        unpack_bitmask(PackedBitmask(vals, bm, off, r.shape), backend=backend)
     with pytest.raises(ValueError, match="bitmask must be uint8 of shape"):
-        unpack_bitmask(PackedBitmask(q.values, q.bitmask[:, :1], q.row_offsets, q.shape), backend=pack_backend)
+        unpack_bitmask(PackedBitmask(q.values, q.bitmask[:, :1], q.row_offsets, q.shape), backend=backend)
 
 
 class Tiny(torch.nn.Module):
@@ -294,3 +277,11 @@ def test_missing_safetensors_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "safetensors", None)
     with pytest.raises(ImportError, match="pip install safetensors"):
         save_sparse({"w": torch.zeros(2, 2)}, tmp_path / "x.safetensors")
+
+
+def test_checkpoint_names_moved_from_pack_with_a_deprecation_warning():
+    for name, obj in (("save_sparse", save_sparse), ("load_sparse", load_sparse), ("FORMAT_VERSION", FORMAT_VERSION)):
+        with pytest.warns(DeprecationWarning, match=f"fastnips.prune.checkpoint.{name}"):
+            assert getattr(P, name) is obj
+    with pytest.raises(AttributeError):
+        P.no_such_name  # noqa: B018

@@ -40,7 +40,7 @@ def test_reconstruction_lowers_the_window_loss_on_held_out_text(text_calib):
 
 
 def test_pipeline_orders_perplexities_and_saves_a_checkpoint_that_loads(tmp_path):
-    from fastnips.prune.pack import load_sparse
+    from fastnips.prune import load_sparse
 
     s = run_pipeline("tiny", criterion="wanda", pattern=NM(2, 4), window="block", epochs=3, lr=1e-3, calib_n=32,
                      seqlen=64, eval_n=16, batch_size=8, out=tmp_path, progress=False, log=lambda *_: None)

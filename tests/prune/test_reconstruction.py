@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-import fastnips.prune.reconstruction as R
+import fastnips.prune.engine as E
 from fastnips.prune import NM
 from fastnips.prune.arch import Blocks, decoder_blocks, windows
 from fastnips.prune.criteria import block_linears, magnitude, wanda
@@ -37,13 +37,13 @@ def test_windows_partition_the_block_parameters(decoder_kind, window):
 
 def _spy(monkeypatch):
     seen = []
-    real = R._train_window
+    real = E._train_window
 
-    def spy(model, w, fwd, xs, *args, **kw):
-        seen.append((w.name, [x.clone() for x in xs]))
-        return real(model, w, fwd, xs, *args, **kw)
+    def spy(model, w, fwd, data, *args, **kw):
+        seen.append((w.name, [x.clone() for x in data.xs]))
+        return real(model, w, fwd, data, *args, **kw)
 
-    monkeypatch.setattr(R, "_train_window", spy)
+    monkeypatch.setattr(E, "_train_window", spy)
     return seen
 
 

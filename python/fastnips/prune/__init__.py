@@ -1,6 +1,5 @@
-r"""LLM pruning with exact masks and local reconstruction (issue 7; paper: Wagner, Roux, Zimmer, Pokutta,
-"A Free Lunch in LLM Compression: Revisiting Retraining after Pruning", arXiv 2510.14444;
-shared/notes/prune.md).
+r"""LLM pruning with exact masks and local reconstruction (paper: Wagner, Roux, Zimmer, Pokutta,
+"A Free Lunch in LLM Compression: Revisiting Retraining after Pruning", arXiv 2510.14444).
 
 Pipeline::
 
@@ -12,13 +11,16 @@ Pipeline::
 
 * Masks (:mod:`~fastnips.prune.masks`): :class:`NM` ``(keep, group)``, scores, exact-count selection.
 * Criteria over a model (:mod:`~fastnips.prune.criteria`): :func:`magnitude`, :func:`wanda`, :func:`sparsegpt`
-  (the OBS sweep of one layer: :func:`sparsegpt_prune_` in :mod:`~fastnips.prune.obs`); statistics once per
+  (the OBS sweep of one layer: :func:`sparsegpt_prune_` in :mod:`~fastnips.prune.sparsegpt_layer`); statistics once per
   distinct input.
 * Reconstruction (:mod:`~fastnips.prune.reconstruction`): :func:`reconstruct`, :func:`prune_and_reconstruct`,
   :func:`retrain`; windows ``"matrix" | "attn_mlp" | "block" | Blocks(k)`` (:mod:`~fastnips.prune.arch`).
-* Masked layers (:mod:`~fastnips.prune.masked`): :class:`MaskedLinear`, :class:`MaskedLoRALinear`,
-  :class:`LoRA`, :func:`apply_masks`, :func:`keep_masks`, ...
-* Checkpoints (:mod:`~fastnips.prune.pack`): N:M and bitmask packing, :func:`save_sparse`, :func:`load_sparse`.
+* Masked layers (:mod:`~fastnips.prune.masked`, products in :mod:`~fastnips.prune.masked_ops`):
+  :class:`MaskedLinear`, :class:`MaskedLoRALinear`, :class:`LoRA`; model surgery
+  (:mod:`~fastnips.prune.surgery`): :func:`apply_masks`, :func:`keep_masks`, :func:`add_lora`, ...
+* Bit-packed masks (:mod:`~fastnips.prune.bits`), the one layout of the masked layers and the bitmask format.
+* Packed weights (:mod:`~fastnips.prune.pack`): N:M and bitmask packing; checkpoints
+  (:mod:`~fastnips.prune.checkpoint`): :func:`save_sparse`, :func:`load_sparse`.
 * Models and data: :func:`load_causal_lm`, :func:`perplexity`, :class:`TinyDecoder`, :func:`load_tiny`.
 """
 
@@ -26,34 +28,15 @@ from __future__ import annotations
 
 from .arch import Blocks, decoder_blocks, windows
 from .calib import Calibration
+from .checkpoint import FORMAT_VERSION, load_sparse, save_sparse
 from .criteria import CRITERIA, InputStats, StatsCollector, block_linears, magnitude, sparsegpt, wanda
 from .hf import load_causal_lm, perplexity, smollm2_gguf_path, token_ids
-from .masked import (
-    LoRA,
-    MaskedLinear,
-    MaskedLoRALinear,
-    add_lora,
-    apply_masks,
-    keep_masks,
-    masks_of,
-    merge_lora,
-    sparsity_report,
-    strip_masks,
-)
+from .masked import LoRA, MaskedLinear, MaskedLoRALinear
 from .masks import NM, magnitude_scores, prune_weight_, select_mask, wanda_scores
-from .obs import SparseGPTResult, sparsegpt_prune_
-from .pack import (
-    FORMAT_VERSION,
-    PackedBitmask,
-    PackedNM,
-    load_sparse,
-    pack_bitmask,
-    pack_nm,
-    save_sparse,
-    unpack_bitmask,
-    unpack_nm,
-)
+from .pack import PackedBitmask, PackedNM, pack_bitmask, pack_nm, unpack_bitmask, unpack_nm
 from .reconstruction import Report, WindowReport, prune_and_reconstruct, reconstruct, retrain
+from .sparsegpt_layer import SparseGPTResult, sparsegpt_prune_
+from .surgery import add_lora, apply_masks, keep_masks, masks_of, merge_lora, sparsity_report, strip_masks
 from .tiny import TinyConfig, TinyDecoder, load_tiny, save_tiny, train_tiny
 
 __all__ = [

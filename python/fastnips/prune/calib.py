@@ -2,7 +2,7 @@ r"""Calibration sets: fixed-length token windows drawn from a token stream.
 
 Sized by what the caller asks for (``seqlen`` tokens x ``n`` sequences), never by the model's maximum
 context: the reference Wanda/SparseGPT scripts preallocate ``nsamples x model.seqlen x hidden`` and run out
-of memory on long-context models (locuslab/wanda#44, #68; shared/notes/prune.md §3).
+of memory on long-context models (locuslab/wanda#44, #68).
 
 Windows are distinct, non-overlapping slices of the stream, drawn without replacement from the
 ``len(ids) // seqlen`` aligned slots with a seeded generator, so the same ``(ids, seqlen, n, seed)`` gives the

@@ -153,7 +153,7 @@ class Criterion:
         spec = dict(sparsity=self.sparsity, pattern=self.pattern, scope=self.scope)
         with torch.no_grad():
             if self.name == "sparsegpt":
-                from .obs import sparsegpt_prune_
+                from .sparsegpt_layer import sparsegpt_prune_
 
                 key = id(stats)
                 hinv = None if factors is None else factors.get(key)
@@ -245,7 +245,7 @@ def sparsegpt(model: nn.Module, calib, *, sparsity: float | None = None, pattern
 
     Each linear's weights are pruned column by column with the optimal-brain-surgeon update of the columns
     not yet processed, from the Hessian :math:`H = \tfrac{2}{n}X^\top X` of its input
-    (:func:`fastnips.prune.sparsegpt_prune_`, module :mod:`fastnips.prune.obs`, has the details and the
+    (:func:`fastnips.prune.sparsegpt_prune_`, module :mod:`fastnips.prune.sparsegpt_layer`, has the details and the
     exact-count mask rule).
 
     Parameters are those of :func:`wanda` plus ``blocksize`` (columns per lazy-update block) and ``percdamp``

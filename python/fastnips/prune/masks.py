@@ -1,6 +1,6 @@
 r"""Pruning scores and exact mask selection: unstructured (per row or per matrix) and N:M.
 
-Conventions (choices the papers and tools leave open or get wrong, shared/notes/prune.md §1):
+Conventions (choices the papers and tools leave open or get wrong):
 
 * **Masks keep ``True``.** ``W * mask`` is the pruned weight.
 * **N:M is one explicit type,** :class:`NM` ``(keep, group)``: keep ``keep`` of every ``group`` consecutive
@@ -25,6 +25,8 @@ import numbers
 from dataclasses import dataclass
 
 import torch
+
+from .. import _backend
 
 __all__ = ["NM", "SCOPES", "magnitude_scores", "prune_weight_", "select_mask", "wanda_scores"]
 
@@ -64,11 +66,12 @@ class NM:
         return f"keep {self.keep} of {self.group}"
 
 
-def _matrix(name: str, t) -> torch.Tensor:
+def _matrix(name: str, t, dims: str = "(out_features, in_features)") -> torch.Tensor:
+    """``t`` if it is a 2-D floating-point torch tensor; raise naming ``name`` and its ``dims`` otherwise."""
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"{name} must be a torch tensor, got {type(t).__name__}")
     if t.dim() != 2:
-        raise ValueError(f"{name} must be 2-D (out_features, in_features), got shape {tuple(t.shape)}")
+        raise ValueError(f"{name} must be 2-D {dims}, got shape {tuple(t.shape)}")
     if not t.is_floating_point():
         raise TypeError(f"{name} must be floating point, got {t.dtype}")
     return t
@@ -106,7 +109,8 @@ def _norms(w: torch.Tensor, input_norms) -> torch.Tensor:
     return n
 
 
-_SUPPORTED = ("reference", "cpp")
+#: The backends of :func:`select_mask` and :func:`prune_weight_`.
+MASK_BACKENDS = ("reference", "cpp")
 _HALF = (torch.float16, torch.bfloat16)
 
 
@@ -125,13 +129,6 @@ def _check_pattern_or_sparsity(sparsity, pattern, scope, cols: int) -> None:
         raise ValueError(f"sparsity must be a float in [0, 1), got {sparsity!r}")
     if scope not in SCOPES:
         raise ValueError(f"scope must be one of {SCOPES}, got {scope!r}")
-
-
-def _resolve(backend: str, t: torch.Tensor, op: str) -> str:
-    from .. import _backend
-
-    auto = ("cpp", "reference") if t.device.type == "cpu" else ("reference",)
-    return _backend.resolve(backend, op=op, supported=_SUPPORTED, auto=auto)
 
 
 def _keep_lowest_pruned(s: torch.Tensor, k: int) -> torch.Tensor:
@@ -207,18 +204,16 @@ def select_mask(scores: torch.Tensor, *, sparsity: float | None = None, pattern:
     """
     s = _matrix("scores", scores).detach()
     _check_pattern_or_sparsity(sparsity, pattern, scope, s.shape[1])
-    b = _resolve(backend, s, "select_mask")
+    b = _backend.resolve(backend, op="select_mask", supported=MASK_BACKENDS, like=s)
     if b == "reference":
         if not bool(torch.isfinite(s).all()):
             raise ValueError("scores contain NaN or inf")
         return _reference_select(s, sparsity, pattern, scope)
-    from .. import _backend
-
     host = s.to("cpu", torch.float32 if s.dtype in _HALF else s.dtype).contiguous()
     if host.dtype not in (torch.float32, torch.float64):
         host = host.to(torch.float64)
-    # the native selection refuses NaN/inf itself (one parallel pass; torch.isfinite(s).all() cost 4x the
-    # selection at 4096 x 4096)
+    # the native selection refuses NaN/inf itself, in one parallel pass (a separate torch.isfinite(s).all()
+    # costs more than the selection; docs/notes/prune.md)
     m = _backend.native().prune_select_mask(host.numpy(), **_native_args(s.shape, sparsity, pattern, scope))
     return torch.from_numpy(m).to(s.device)
 
@@ -258,7 +253,7 @@ def prune_weight_(weight: torch.Tensor, *, criterion: str = "magnitude", input_n
     if criterion == "magnitude" and input_norms is not None:
         raise ValueError("input_norms is only used by criterion='wanda'")
     _check_pattern_or_sparsity(sparsity, pattern, scope, w.shape[1])
-    b = _resolve(backend, w, "prune_weight_")
+    b = _backend.resolve(backend, op="prune_weight_", supported=MASK_BACKENDS, like=w)
     with torch.no_grad():
         norms = _norms(w, input_norms) if criterion == "wanda" else None
         if not bool(torch.isfinite(w).all()):
@@ -270,8 +265,6 @@ def prune_weight_(weight: torch.Tensor, *, criterion: str = "magnitude", input_n
             mask = select_mask(scores, sparsity=sparsity, pattern=pattern, scope=scope, backend=b)
             w.masked_fill_(~mask, 0.0)
             return mask
-        from .. import _backend
-
         n = None if norms is None else norms.contiguous().numpy()
         m = _backend.native().prune_weight(w.detach().numpy(), n, **_native_args(w.shape, sparsity, pattern, scope))
         return torch.from_numpy(m)

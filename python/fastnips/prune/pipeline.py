@@ -14,8 +14,8 @@ import torch
 
 from .arch import Blocks
 from .calib import Calibration
+from .engine import _rss_peak
 from .masks import NM
-from .reconstruction import _rss_peak
 
 __all__ = ["parse_pattern", "parse_window", "run_pipeline"]
 
@@ -118,7 +118,7 @@ def run_pipeline(model="tiny", *, criterion: str = "wanda", sparsity: float | No
     summary["total_s"] = round(time.perf_counter() - t0, 2)
     summary["peak_rss_bytes"] = _rss_peak()
     if out is not None:
-        from .pack import save_sparse
+        from .checkpoint import save_sparse
 
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)

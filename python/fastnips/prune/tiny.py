@@ -49,6 +49,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import asdict, dataclass, fields
+from operator import attrgetter
 from pathlib import Path
 
 import torch
@@ -119,37 +120,17 @@ class TinyConfig:
             raise ValueError("TinyConfig: rms_eps and rope_theta must be > 0")
 
     # HF LlamaConfig names, for code written against HF models
-    @property
-    def vocab_size(self) -> int:
-        return self.vocab
-
-    @property
-    def hidden_size(self) -> int:
-        return self.d_model
-
-    @property
-    def num_hidden_layers(self) -> int:
-        return self.n_layers
-
-    @property
-    def num_attention_heads(self) -> int:
-        return self.n_heads
+    vocab_size = property(attrgetter("vocab"))
+    hidden_size = property(attrgetter("d_model"))
+    num_hidden_layers = property(attrgetter("n_layers"))
+    num_attention_heads = property(attrgetter("n_heads"))
+    intermediate_size = property(attrgetter("d_ff"))
+    max_position_embeddings = property(attrgetter("max_seq"))
+    rms_norm_eps = property(attrgetter("rms_eps"))
 
     @property
     def num_key_value_heads(self) -> int:
         return self.n_heads if self.n_kv_heads is None else self.n_kv_heads
-
-    @property
-    def intermediate_size(self) -> int:
-        return self.d_ff
-
-    @property
-    def max_position_embeddings(self) -> int:
-        return self.max_seq
-
-    @property
-    def rms_norm_eps(self) -> float:
-        return self.rms_eps
 
     @property
     def head_dim(self) -> int:

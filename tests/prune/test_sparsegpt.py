@@ -1,5 +1,6 @@
-"""fastnips.prune.obs: the OBS column sweep against closed forms and a naive float64 OBS oracle that
-inverts H_F explicitly at every step; exact counts under ties; invariances; every backend vs the reference.
+"""fastnips.prune.sparsegpt_layer (SparseGPT): the OBS column sweep against closed forms and a naive float64
+OBS oracle that inverts H_F explicitly at every step; exact counts under ties; invariances; every backend vs
+the reference.
 
 Tolerances: float64 sweeps equal the naive oracle to 1e-8 (relative to max |W|) and the closed-form OBS step
 to 1e-10; backends agree with the reference to 1e-10 (float64) and 1e-5 (float32) relative to max |W|, with
@@ -14,11 +15,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from fastnips import _backend  # noqa: E402
 from fastnips.prune.masks import NM, select_mask  # noqa: E402
-from fastnips.prune.obs import SparseGPTResult, sparsegpt_prune_  # noqa: E402
+from fastnips.prune.sparsegpt_layer import SPARSEGPT_BACKENDS, SparseGPTResult, sparsegpt_prune_  # noqa: E402
 
-SGPT_BACKENDS = ("reference", "cpp", "triton")
+from ..helpers import backend_fixture  # noqa: E402
+
 SPECS = [
     pytest.param(dict(sparsity=0.5), id="row50"),
     pytest.param(dict(sparsity=0.3, scope="matrix"), id="matrix30"),
@@ -28,13 +29,8 @@ SPECS = [
 ]
 
 
-@pytest.fixture(params=SGPT_BACKENDS)
-def sgpt_backend(request):
-    """The backends sparsegpt_prune_ has (the shared ``backend`` fixture minus cuda/cupy, which it lacks)."""
-    why = _backend.why_unavailable(request.param)
-    if why:
-        pytest.skip(f"backend {request.param!r} not available: {why}")
-    return request.param
+# the backends sparsegpt_prune_ has
+backend = backend_fixture(*SPARSEGPT_BACKENDS)
 
 
 def layer(d_out=8, d_in=16, n=512, seed=0, dtype=torch.float64):
@@ -102,12 +98,12 @@ def naive_sparsegpt(W, H, *, sparsity=None, pattern=None, scope="row", blocksize
     return W, keep, losses
 
 
-def test_closed_form_obs_step_for_column_zero(sgpt_backend):
+def test_closed_form_obs_step_for_column_zero(backend):
     """Only column 0 pruned: the update is delta = -w_0 / [H^-1]_00 * H^-1[0, :] exactly (to 1e-10)."""
     _, W, H = layer()
     W[:, 0] *= 1e-4  # the lowest score of every row; sparsity 1/16 prunes exactly one entry per row
     W0 = W.clone()
-    res = sparsegpt_prune_(W, H, sparsity=1 / 16, blocksize=16, percdamp=0.0, backend=sgpt_backend)
+    res = sparsegpt_prune_(W, H, sparsity=1 / 16, blocksize=16, percdamp=0.0, backend=backend)
     Hinv = torch.linalg.inv(H)
     expected = W0 - (W0[:, :1] / Hinv[0, 0]) * Hinv[0:1, :]
     assert (~res.mask).sum().item() == W.shape[0]
@@ -119,13 +115,13 @@ def test_closed_form_obs_step_for_column_zero(sgpt_backend):
 
 @pytest.mark.parametrize("blocksize", [16, 9])
 @pytest.mark.parametrize("spec", SPECS)
-def test_full_sweep_equals_naive_obs(sgpt_backend, spec, blocksize):
+def test_full_sweep_equals_naive_obs(backend, spec, blocksize):
     """The Cholesky trick and the lazy block updates equal explicit H_F inversions (to 1e-8)."""
     _, W, H = layer(seed=1)
     Wn, keep_n, losses_n = naive_sparsegpt(W, H, blocksize=blocksize, **spec)
-    res = sparsegpt_prune_(W, H, blocksize=blocksize, backend=sgpt_backend, **spec)
+    res = sparsegpt_prune_(W, H, blocksize=blocksize, backend=backend, **spec)
     assert isinstance(res, SparseGPTResult)
-    assert res.backend == sgpt_backend
+    assert res.backend == backend
     assert torch.equal(res.mask, keep_n)
     assert (W[~res.mask] == 0).all()
     assert rel_err(W, Wn) < 1e-8
@@ -134,10 +130,10 @@ def test_full_sweep_equals_naive_obs(sgpt_backend, spec, blocksize):
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
-def test_sparsity_zero_leaves_weight_unchanged(sgpt_backend, dtype):
+def test_sparsity_zero_leaves_weight_unchanged(backend, dtype):
     _, W, H = layer(dtype=dtype)
     W0 = W.clone()
-    res = sparsegpt_prune_(W, H, sparsity=0.0, blocksize=4, backend=sgpt_backend)
+    res = sparsegpt_prune_(W, H, sparsity=0.0, blocksize=4, backend=backend)
     assert torch.equal(W, W0)
     assert W.dtype == dtype
     assert res.mask.all()
@@ -173,17 +169,17 @@ def test_invariant_to_scaling_the_hessian(spec):
     torch.testing.assert_close(r2.losses, 1e3 * r1.losses, rtol=1e-10, atol=0)  # losses scale with H
 
 
-def test_dead_columns(sgpt_backend):
+def test_dead_columns(backend):
     X, W, H = layer(seed=5)
     X[:, [3, 7]] = 0.0
     H = 2.0 / X.shape[0] * X.T @ X
     W0 = W.clone()
-    res = sparsegpt_prune_(W, H, sparsity=0.0, blocksize=8, backend=sgpt_backend)
+    res = sparsegpt_prune_(W, H, sparsity=0.0, blocksize=8, backend=backend)
     expected = W0.clone()
     expected[:, [3, 7]] = 0.0
     assert torch.equal(W, expected)  # dead columns zeroed, nothing else moves
     W = W0.clone()
-    res = sparsegpt_prune_(W, H, sparsity=0.5, blocksize=8, backend=sgpt_backend)
+    res = sparsegpt_prune_(W, H, sparsity=0.5, blocksize=8, backend=backend)
     Wn, keep_n, _ = naive_sparsegpt(W0, H, sparsity=0.5, blocksize=8)
     assert torch.equal(res.mask, keep_n)
     assert rel_err(W, Wn) < 1e-8
@@ -192,7 +188,7 @@ def test_dead_columns(sgpt_backend):
 
 
 @pytest.mark.parametrize("blocksize", [40, 8])
-def test_exact_counts_under_heavy_ties(sgpt_backend, blocksize):
+def test_exact_counts_under_heavy_ties(backend, blocksize):
     """H = c I: no updates reach other columns, so scores are W^2 and tie massively (integer W)."""
     g = torch.Generator().manual_seed(6)
     rows, cols = 10, 40
@@ -201,7 +197,7 @@ def test_exact_counts_under_heavy_ties(sgpt_backend, blocksize):
     H = 3.0 * torch.eye(cols, dtype=torch.float64)
     s = 0.45
     W = W0.clone()
-    res = sparsegpt_prune_(W, H, sparsity=s, blocksize=blocksize, backend=sgpt_backend)
+    res = sparsegpt_prune_(W, H, sparsity=s, blocksize=blocksize, backend=backend)
     per_block = [math.floor(s * min(i + blocksize, cols)) - math.floor(s * i) for i in range(0, cols, blocksize)]
     pruned = (~res.mask).reshape(rows, -1, blocksize).sum(dim=-1)
     assert (pruned == torch.tensor(per_block)).all()
@@ -210,30 +206,30 @@ def test_exact_counts_under_heavy_ties(sgpt_backend, blocksize):
         assert torch.equal(res.mask, select_mask(W0.abs(), sparsity=s))
     assert torch.equal(W, W0 * res.mask)
     W = W0.clone()
-    res = sparsegpt_prune_(W, H, sparsity=s, scope="matrix", blocksize=blocksize, backend=sgpt_backend)
+    res = sparsegpt_prune_(W, H, sparsity=s, scope="matrix", blocksize=blocksize, backend=backend)
     assert int((~res.mask).sum()) == math.floor(s * W.numel())
     if blocksize == cols:
         assert torch.equal(res.mask, select_mask(W0.abs(), sparsity=s, scope="matrix"))
     for pattern in (NM(1, 4), NM(3, 8)):
         W = W0.clone()
-        res = sparsegpt_prune_(W, H, pattern=pattern, blocksize=blocksize, backend=sgpt_backend)
+        res = sparsegpt_prune_(W, H, pattern=pattern, blocksize=blocksize, backend=backend)
         assert torch.equal(res.mask, select_mask(W0.abs(), pattern=pattern))
         assert ((W != 0).reshape(rows, -1, pattern.group).sum(dim=-1) == pattern.keep).all()
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 @pytest.mark.parametrize("spec", SPECS)
-def test_backends_agree_with_reference(sgpt_backend, spec, dtype):
-    if sgpt_backend == "reference":
+def test_backends_agree_with_reference(backend, spec, dtype):
+    if backend == "reference":
         pytest.skip("the oracle itself")
     shapes = [(24, 48, 16)]
-    if sgpt_backend == "cpp" and spec.get("pattern") != NM(1, 4):
+    if backend == "cpp" and spec.get("pattern") != NM(1, 4):
         shapes.append((130, 128, 64))  # enough work for the OpenMP path: 8 row tiles of 17 rows
     for d_out, d_in, B in shapes:
         _, W, H = layer(d_out=d_out, d_in=d_in, n=4 * d_in, seed=d_in, dtype=dtype)
         Wr, Wb = W.clone(), W.clone()
         rr = sparsegpt_prune_(Wr, H, blocksize=B, backend="reference", **spec)
-        rb = sparsegpt_prune_(Wb, H, blocksize=B, backend=sgpt_backend, **spec)
+        rb = sparsegpt_prune_(Wb, H, blocksize=B, backend=backend, **spec)
         tol = 1e-10 if dtype == torch.float64 else 1e-5
         assert torch.equal(rb.mask, rr.mask)
         assert (Wb[~rb.mask] == 0).all()
@@ -242,11 +238,11 @@ def test_backends_agree_with_reference(sgpt_backend, spec, dtype):
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-def test_half_weights_are_swept_in_float32(sgpt_backend, dtype):
+def test_half_weights_are_swept_in_float32(backend, dtype):
     _, W, H = layer(d_out=8, d_in=32, seed=7, dtype=dtype)
     W32 = W.float()
     r32 = sparsegpt_prune_(W32, H, sparsity=0.5, blocksize=16, backend="reference")
-    res = sparsegpt_prune_(W, H.float(), sparsity=0.5, blocksize=16, backend=sgpt_backend)
+    res = sparsegpt_prune_(W, H.float(), sparsity=0.5, blocksize=16, backend=backend)
     assert W.dtype == dtype
     assert torch.equal(res.mask, r32.mask)
     assert (W[~res.mask] == 0).all()
@@ -316,18 +312,18 @@ def test_bad_tensors():
         sparsegpt_prune_(W.clone(), Ha, sparsity=0.5)
 
 
-def test_indefinite_hessian_raises_and_suggests_percdamp(sgpt_backend):
+def test_indefinite_hessian_raises_and_suggests_percdamp(backend):
     _, W, H = layer()
     H = H - 2.0 * float(torch.linalg.eigvalsh(H)[0]) * torch.eye(16, dtype=torch.float64) - torch.eye(16) * 5
     W0 = W.clone()
     with pytest.raises(ValueError, match=r"not positive definite.*larger percdamp"):
-        sparsegpt_prune_(W, H, sparsity=0.5, percdamp=0.0, backend=sgpt_backend)
+        sparsegpt_prune_(W, H, sparsity=0.5, percdamp=0.0, backend=backend)
     assert torch.equal(W, W0)  # refused before anything was written
 
 
 def test_prepared_factor_is_sparsegpts_upper_cholesky_of_the_inverse():
     """U = P chol(P H P)^-1 P equals chol_upper(cholesky_inverse(chol(H + lambda I))) (to 1e-12)."""
-    from fastnips.prune.obs import _prepare
+    from fastnips.prune.sparsegpt_layer import _prepare
 
     _, W, H = layer(d_in=24, seed=10)
     Hd = H + 0.01 * torch.diagonal(H).mean() * torch.eye(24, dtype=torch.float64)
@@ -352,3 +348,14 @@ def test_reusing_the_factor_of_a_shared_input_gives_the_same_update():
     assert bool((b[:, 3] == 0).all())
     with pytest.raises(ValueError, match="hinv must be"):
         sparsegpt_prune_(W.clone(), H, sparsity=0.5, hinv=first.hinv[:4, :4])
+
+
+def test_obs_is_a_deprecated_alias():
+    import importlib
+    import sys
+
+    sys.modules.pop("fastnips.prune.obs", None)
+    with pytest.warns(DeprecationWarning, match="fastnips.prune.obs is deprecated"):
+        obs = importlib.import_module("fastnips.prune.obs")
+    assert obs.sparsegpt_prune_ is sparsegpt_prune_
+    assert obs.SparseGPTResult is SparseGPTResult

@@ -1,4 +1,4 @@
-"""Triton kernels of fastnips.kernels.prune against the torch reference (and a float64 oracle), under
+"""Triton kernels of fastnips.kernels.masked against the torch reference (and a float64 oracle), under
 TRITON_INTERPRET=1 on CPU at small sizes (a real GPU runs them too when one is present).
 
 Stated tolerances, as max |kernel - oracle| / max |oracle| (oracle: the same product in float64 from the
@@ -9,7 +9,7 @@ same rounded inputs):
 * bfloat16: 1.6e-2 (≈ 4 ulps of bf16; the bf16 tile of (BA) ⊙ M is rounded before its dot, as in the
   reference's bf16 ``B_c @ A``).
 
-The torch reference of :mod:`fastnips.prune.masked` (``backend="reference"``) is held to the same bounds.
+The torch reference of :mod:`fastnips.prune.masked_ops` (``backend="reference"``) is held to the same bounds.
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ pytest.importorskip("triton")
 
 from fastnips import _backend  # noqa: E402
 from fastnips.prune import masked as mm  # noqa: E402
-from fastnips.prune.masked import pack_mask  # noqa: E402
+from fastnips.prune.bits import mask_rows_, pack_mask  # noqa: E402
 
 if _backend.why_unavailable("triton"):
     pytest.skip(f"triton backend not available: {_backend.why_unavailable('triton')}", allow_module_level=True)
 
-from fastnips.kernels import prune as kp  # noqa: E402
+from fastnips.kernels import masked as kp  # noqa: E402
 
 DEV = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 TOL = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
@@ -59,10 +59,12 @@ def tiles(request, monkeypatch):
 
 
 SHAPES = [(10, 16, 32, 4), (7, 37, 45, 5)]  # (T, d_out, d_in, r)
+# every kernel test runs over both shapes and every dtype
+CASES = pytest.mark.parametrize(("dtype", "shape"), [(d, s) for s in SHAPES for d in DTYPES],
+                                ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else str(v)[6:])
 
 
-@pytest.mark.parametrize("shape", SHAPES)
-@pytest.mark.parametrize("dtype", DTYPES)
+@CASES
 def test_masked_weight_grad(dtype, shape, tiles):
     T, o, i, r = shape
     P = problem(T, o, i, r, dtype)
@@ -72,12 +74,11 @@ def test_masked_weight_grad(dtype, shape, tiles):
     assert dw.shape == (o, i)
     assert (dw[~P["mask"]] == 0).all()
     close(dw, want, dtype)
-    ref = mm._mask_rows_(P["dy"].T.mm(P["x"]), P["bits"])  # the torch reference, same dtype
+    ref = mask_rows_(P["dy"].T.mm(P["x"]), P["bits"])  # the torch reference, same dtype
     close(ref, want, dtype)
 
 
-@pytest.mark.parametrize("shape", SHAPES)
-@pytest.mark.parametrize("dtype", DTYPES)
+@CASES
 def test_masked_lora_forward_and_input_grad(dtype, shape, tiles):
     T, o, i, r = shape
     P = problem(T, o, i, r, dtype, seed=1)
@@ -93,8 +94,7 @@ def test_masked_lora_forward_and_input_grad(dtype, shape, tiles):
     close(dx_lora, s * P["dy"].double() @ D, dtype)
 
 
-@pytest.mark.parametrize("shape", SHAPES)
-@pytest.mark.parametrize("dtype", DTYPES)
+@CASES
 def test_masked_lora_backward(dtype, shape, tiles):
     T, o, i, r = shape
     P = problem(T, o, i, r, dtype, seed=2)

@@ -1,4 +1,5 @@
-r"""Triton kernels of masked linear layers and masked LoRA, with the keep-mask read from its bit-packed form.
+r"""Triton kernels of masked linear layers and masked LoRA (:mod:`fastnips.prune.masked_ops`), with the keep-mask
+read from its bit-packed form (:mod:`fastnips.prune.bits`).
 
 The mask of a weight :math:`W \in \mathbb{R}^{d_{out} \times d_{in}}` is a bool matrix M (True = kept)
 stored as ``bits``, uint8 of shape ``(d_out, ceil(d_in / 8))``: bit ``j % 8`` of byte ``bits[o, j // 8]``
@@ -37,8 +38,8 @@ dW), which then adds its contributions :math:`s\, G_{tile} A_{:, i}^\top` to ``d
 :math:`s\, B_{o,:}^\top G_{tile}` to ``dA[:, i-tile]`` with float32 atomics. The choice was atomics
 over per-tile partial sums: partials would cost ``r / BLOCK`` of W's size in float32 (a quarter of W at
 r = 16), atomics cost nothing, but the order of the float32 sums varies from run to run on a GPU
-(differences at rounding level). ``backend="reference"`` in :mod:`fastnips.prune.masked` is deterministic,
-and the layers there pick it under ``torch.use_deterministic_algorithms(True)``.
+(differences at rounding level). ``backend="reference"`` in :mod:`fastnips.prune.masked_ops` is
+deterministic, and ``"auto"`` picks it under ``torch.use_deterministic_algorithms(True)``.
 
 **Precision.** Products accumulate in float32. float32 inputs use ``input_precision="ieee"`` (no TF32),
 so a float32 result agrees with torch to rounding. Under the CPU interpreter (``TRITON_INTERPRET=1``)
