@@ -13,7 +13,8 @@ Paper: "Relative positional bias parameterized in the frequency domain" with Dua
 * :func:`attention_with_bias` (:mod:`fastnips.vision.attention`): attention with the bias computed inside a Triton
   kernel from the compact table (never the (H, N, N) bias), or SDPA with a materialised bias, or FlexAttention;
   also the torch custom op ``fastnips::attention_freqbias``.
-* :mod:`fastnips.vision.blocks`: ``SpectralMixer`` (GFNet global filter), ``GatedAttention``, ``DDRBlock``;
+* :mod:`fastnips.vision.spectral`: ``SpectralMixer`` (GFNet global filter); :mod:`fastnips.vision.blocks`:
+  ``GatedAttention``, ``DDRBlock``;
   :mod:`fastnips.vision.models`: ``DDRViT`` and :func:`gate_report`.
 
 Design notes and measurements: docs/notes/vision.md.
@@ -22,9 +23,10 @@ Design notes and measurements: docs/notes/vision.md.
 from __future__ import annotations
 
 from .attention import ATTENTION_BACKENDS, BiasSpec, attention_backends, attention_with_bias, bias_spec
-from .blocks import DDRBlock, GatedAttention, SpectralMixer, spectral_mix_reference
+from .blocks import DDRBlock, GatedAttention
 from .freqbias import PARAMS, FreqRelPosBias, count_bias_params, periodic_offset_index
 from .models import DDRViT, DDRViTConfig, GateReport, gate_report
+from .spectral import SpectralMixer, spectral_mix_reference
 from .swin import SwinRelPosBias, relative_position_index
 
 __all__ = [

@@ -1,10 +1,11 @@
-"""Argument checks shared by the bias modules: window / grid pairs and positive counts."""
+"""Argument checks shared by the vision modules: window / grid pairs, positive counts, token tensors."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 import numpy as np
+import torch
 
 
 def _is_int(x) -> bool:
@@ -39,3 +40,13 @@ def _grid_for(window: tuple[int, int], grid) -> tuple[int, int]:
         raise ValueError(f"window {window} larger than grid {g}: every in-window offset needs a distinct position "
                          "(grid >= window; grid >= 2*window-1 for the alias-free bias)")
     return g
+
+
+def _check_tokens(x: torch.Tensor, grid: tuple[int, int], dim: int, who: str) -> None:
+    if x.dim() != 3:
+        raise ValueError(f"{who}: expected tokens of shape (B, h*w, C), got a {x.dim()}-D tensor {tuple(x.shape)}")
+    h, w = grid
+    if x.shape[1] != h * w:
+        raise ValueError(f"{who}: {x.shape[1]} tokens do not match the grid {h}x{w} = {h * w} tokens")
+    if x.shape[2] != dim:
+        raise ValueError(f"{who}: {x.shape[2]} channels, expected dim={dim}")

@@ -361,7 +361,6 @@ def gate_report(model: nn.Module, *, margin: float = 0.05) -> GateReport:
     return out
 
 
-# The blocks moved to fastnips.vision.blocks; the old path warns.
 # Names that moved to fastnips.vision.blocks (also importable from fastnips.vision); the old path warns.
 __getattr__ = moved(__name__, dict.fromkeys(("DDRBlock", "GatedAttention", "SpectralMixer", "spectral_mix_reference"),
                                             "fastnips.vision.blocks"))
