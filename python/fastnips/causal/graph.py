@@ -198,10 +198,12 @@ class MixedGraph:
 
     @property
     def num_directed(self) -> int:
+        """Number of directed edges ``u -> v``."""
         return len(self._dir)
 
     @property
     def num_bidirected(self) -> int:
+        """Number of bidirected edges ``u <-> v``."""
         return len(self._bi)
 
     def _check_node(self, v: Any, name: str = "v") -> int:

@@ -12,12 +12,13 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 __all__ = ["barabasi_albert_edges", "edge_homophily", "erdos_renyi_edges", "random_csr", "undirected_edge_index"]
 
 
 def random_csr(n_rows: int, n_cols: int, *, avg_degree: float, seed: int = 0, skew: bool = False,
-               dtype=np.float64, index_dtype=np.int32):
+               dtype: DTypeLike = np.float64, index_dtype: DTypeLike = np.int32):
     r"""A random CSR matrix with about ``avg_degree`` nonzeros per row.
 
     Row lengths are Poisson(``avg_degree``), or with ``skew=True`` Poisson with Zipf-like means

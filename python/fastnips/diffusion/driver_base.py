@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -126,13 +127,14 @@ class Driver:
     _batch = 20
     _max_lag = 20
 
-    def __init__(self, shape, seed: int = 0):
+    def __init__(self, shape: int | Sequence[int], seed: int = 0):
         self.shape = _shape(shape)
         self.seed = _nonneg_int("seed", seed)
         self.d = int(np.prod(self.shape))
         self._device = torch.device("cpu")
 
-    def draw(self, n: int = 1, *, device=None, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    def draw(self, n: int = 1, *, device: str | torch.device | None = None,
+             dtype: torch.dtype = torch.float32) -> torch.Tensor:
         """The next ``n`` values of the stream, shape ``(n, *shape)``, on ``device`` (default: the driver's)."""
         n = _nonneg_int("n", n)
         dtype = _float_dtype(dtype)

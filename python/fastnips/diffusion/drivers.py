@@ -35,6 +35,7 @@ diffusion limits of chaotic skew-product flows", Nonlinearity 24 (2011); Karras,
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import torch
 
@@ -129,7 +130,7 @@ class Uniform(_TorchIID):
 DRIVERS = {"lorenz": Lorenz, "gaussian": Gaussian, "rademacher": Rademacher, "uniform": Uniform}
 
 
-def make_driver(spec, shape, *, seed: int = 0) -> Driver:
+def make_driver(spec: str | Driver, shape: int | Sequence[int], *, seed: int = 0) -> Driver:
     """A driver from a name (``"lorenz"``, ``"gaussian"``, ``"rademacher"``, ``"uniform"``; default parameters and
     ``seed``) or a :class:`Driver` instance, checked to have ``shape``.
 

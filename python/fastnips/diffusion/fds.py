@@ -48,10 +48,15 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from .loop import _check_number, _check_seed, _churn_gammas, _churn_ode
+
+if TYPE_CHECKING:
+    from .driver_base import Driver
 
 __all__ = ["FDS_DEFAULT_GAMMA", "FDS_SOLVERS", "sample_fds"]
 
@@ -98,9 +103,12 @@ def _driver_noise(drv, x: torch.Tensor, n_fast: int, normalize_q: bool):
     return noise, scale
 
 
-def sample_fds(model, x, sigmas, extra_args=None, callback=None, disable=None, *, driver="lorenz", seed=0,
-               gamma=None, s_churn=None, s_tmin=0.0, s_tmax=float("inf"), s_noise=1.0, n_fast=1, normalize_q=True,
-               solver="heun") -> torch.Tensor:
+def sample_fds(model: Callable[..., torch.Tensor], x: torch.Tensor, sigmas: torch.Tensor,
+               extra_args: dict[str, Any] | None = None, callback: Callable[[dict[str, Any]], object] | None = None,
+               disable: bool | None = None, *, driver: str | Driver = "lorenz", seed: int = 0,
+               gamma: float | None = None, s_churn: float | None = None, s_tmin: float = 0.0,
+               s_tmax: float = float("inf"), s_noise: float = 1.0, n_fast: int = 1, normalize_q: bool = True,
+               solver: str = "heun") -> torch.Tensor:
     r"""The Fast-Driver Sampler: EDM churn driven by a bounded fast driver instead of Gaussian noise.
 
     .. math:: \hat\sigma_i = \sigma_i(1+\gamma_i), \qquad

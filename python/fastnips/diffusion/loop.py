@@ -66,7 +66,7 @@ def default_noise_sampler(x: torch.Tensor, seed: int | None = None) -> NoiseSamp
     return lambda sigma, sigma_next: torch.randn(shape, generator=gen, dtype=dtype, device=device)
 
 
-def get_ancestral_step(sigma_from, sigma_to, eta: float = 1.0) -> tuple[float, float]:
+def get_ancestral_step(sigma_from: float, sigma_to: float, eta: float = 1.0) -> tuple[float, float]:
     r"""Split a step :math:`\sigma_{\rm from} \to \sigma_{\rm to}` into a deterministic and a noise part.
 
     .. math:: \sigma_{\rm up} = \min\Big(\sigma_{\rm to},\ \eta\,\sqrt{\sigma_{\rm to}^2

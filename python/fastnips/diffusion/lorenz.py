@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
@@ -362,9 +363,9 @@ class Lorenz(Driver):
 
     name = "lorenz"
 
-    def __init__(self, shape, *, tau: float = 0.5, shuffle: str = "time", dt: float = 0.005, burn_in: float = 20.0,
-                 normalize: bool = True, clamp: float | None = None, seed: int = 0, device="cpu",
-                 backend: str = "auto", buffer: int = 2**20):
+    def __init__(self, shape: int | Sequence[int], *, tau: float = 0.5, shuffle: str = "time", dt: float = 0.005,
+                 burn_in: float = 20.0, normalize: bool = True, clamp: float | None = None, seed: int = 0,
+                 device: str | torch.device = "cpu", backend: str = "auto", buffer: int = 2**20):
         super().__init__(shape, seed)
         self.tau = _positive_real("tau", tau)
         self.dt = _positive_real("dt", dt)
@@ -414,6 +415,7 @@ class Lorenz(Driver):
     # -- Q: exact for "time", estimated once per (tau, dt, normalize, clamp) otherwise
     @property
     def Q(self) -> float:
+        """Long-run variance of one coordinate (exact for ``shuffle="time"``, else estimated once, cached)."""
         if self._Q is None:
             est = lorenz_Q(self.tau, dt=self.dt, normalize=self.normalize, clamp=self.clamp)
             q = est["Q_batchmeans"]

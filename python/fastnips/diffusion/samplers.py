@@ -91,11 +91,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
 from .fds import FDS_DEFAULT_GAMMA, FDS_SOLVERS, sample_fds
 from .loop import (
+    NoiseSampler,
     _check_number,
     _churn_gammas,
     _churn_ode,
@@ -139,8 +141,11 @@ def _gaussian_churn(model, x, sigmas, extra_args, callback, disable, s_churn, s_
 # ----------------------------------------------------------------------------------------------- ODE / churn
 
 
-def sample_euler(model, x, sigmas, extra_args=None, callback=None, disable=None, s_churn=0.0, s_tmin=0.0,
-                 s_tmax=float("inf"), s_noise=1.0, noise_sampler=None, seed=None) -> torch.Tensor:
+def sample_euler(model: Callable[..., torch.Tensor], x: torch.Tensor, sigmas: torch.Tensor,
+                 extra_args: dict[str, Any] | None = None, callback: Callable[[dict[str, Any]], object] | None = None,
+                 disable: bool | None = None, s_churn: float = 0.0, s_tmin: float = 0.0, s_tmax: float = float("inf"),
+                 s_noise: float = 1.0, noise_sampler: NoiseSampler | None = None,
+                 seed: int | None = None) -> torch.Tensor:
     r"""Euler's method on the probability-flow ODE (= DDIM with :math:`\eta = 0`), with optional EDM churn.
 
     .. math:: \hat\sigma_i = \sigma_i(1+\gamma_i), \quad
@@ -191,8 +196,11 @@ def sample_euler(model, x, sigmas, extra_args=None, callback=None, disable=None,
                            noise_sampler, seed, heun=False)
 
 
-def sample_heun(model, x, sigmas, extra_args=None, callback=None, disable=None, s_churn=0.0, s_tmin=0.0,
-                s_tmax=float("inf"), s_noise=1.0, noise_sampler=None, seed=None) -> torch.Tensor:
+def sample_heun(model: Callable[..., torch.Tensor], x: torch.Tensor, sigmas: torch.Tensor,
+                extra_args: dict[str, Any] | None = None, callback: Callable[[dict[str, Any]], object] | None = None,
+                disable: bool | None = None, s_churn: float = 0.0, s_tmin: float = 0.0, s_tmax: float = float("inf"),
+                s_noise: float = 1.0, noise_sampler: NoiseSampler | None = None,
+                seed: int | None = None) -> torch.Tensor:
     r"""Heun's second-order method, EDM Algorithm 1 (``s_churn = 0``) or 2 (``s_churn > 0``).
 
     .. math:: x' = \hat x_i + (\sigma_{i+1} - \hat\sigma_i)\, d_i, \qquad
@@ -227,8 +235,11 @@ def sample_heun(model, x, sigmas, extra_args=None, callback=None, disable=None, 
                            noise_sampler, seed, heun=True)
 
 
-def sample_edm(model, x, sigmas, extra_args=None, callback=None, disable=None, s_churn=40.0, s_tmin=0.05,
-               s_tmax=50.0, s_noise=1.003, noise_sampler=None, seed=None) -> torch.Tensor:
+def sample_edm(model: Callable[..., torch.Tensor], x: torch.Tensor, sigmas: torch.Tensor,
+               extra_args: dict[str, Any] | None = None, callback: Callable[[dict[str, Any]], object] | None = None,
+               disable: bool | None = None, s_churn: float = 40.0, s_tmin: float = 0.05, s_tmax: float = 50.0,
+               s_noise: float = 1.003, noise_sampler: NoiseSampler | None = None,
+               seed: int | None = None) -> torch.Tensor:
     r"""EDM's stochastic sampler (Algorithm 2): Gaussian churn, then a Heun step.
 
     Exactly :func:`sample_heun` with churn on by default; the defaults are EDM's ImageNet-64 setting
@@ -264,8 +275,11 @@ def sample_edm(model, x, sigmas, extra_args=None, callback=None, disable=None, s
 # ----------------------------------------------------------------------------------------------- ancestral / DDIM
 
 
-def sample_euler_ancestral(model, x, sigmas, extra_args=None, callback=None, disable=None, eta=1.0, s_noise=1.0,
-                           noise_sampler=None, seed=None) -> torch.Tensor:
+def sample_euler_ancestral(model: Callable[..., torch.Tensor], x: torch.Tensor, sigmas: torch.Tensor,
+                           extra_args: dict[str, Any] | None = None,
+                           callback: Callable[[dict[str, Any]], object] | None = None, disable: bool | None = None,
+                           eta: float = 1.0, s_noise: float = 1.0, noise_sampler: NoiseSampler | None = None,
+                           seed: int | None = None) -> torch.Tensor:
     r"""Ancestral sampling with Euler steps (= DDIM with the same :math:`\eta`).
 
     .. math:: x_{i+1} = D_i + \frac{\sigma_{\rm down}}{\sigma_i}(x_i - D_i)
@@ -317,8 +331,10 @@ def sample_euler_ancestral(model, x, sigmas, extra_args=None, callback=None, dis
     return _sample_loop(model, x, sigmas, extra_args, callback, disable, step)
 
 
-def sample_ddim(model, x, sigmas, extra_args=None, callback=None, disable=None, eta=0.0, s_noise=1.0,
-                noise_sampler=None, seed=None) -> torch.Tensor:
+def sample_ddim(model: Callable[..., torch.Tensor], x: torch.Tensor, sigmas: torch.Tensor,
+                extra_args: dict[str, Any] | None = None, callback: Callable[[dict[str, Any]], object] | None = None,
+                disable: bool | None = None, eta: float = 0.0, s_noise: float = 1.0,
+                noise_sampler: NoiseSampler | None = None, seed: int | None = None) -> torch.Tensor:
     r"""DDIM in :math:`\sigma`-space: :func:`sample_euler_ancestral` with DDIM's default :math:`\eta = 0`.
 
     With :math:`\sigma^2 = (1-\bar\alpha)/\bar\alpha`, DDIM's update
@@ -369,7 +385,10 @@ def _dpmpp_2m_step(x, denoised, old_denoised, sig, i):
     return torch.lerp(target, x, sigma_next / sigma)                             # e^{-h} x + (1 - e^{-h}) target
 
 
-def sample_dpmpp_2m(model, x, sigmas, extra_args=None, callback=None, disable=None) -> torch.Tensor:
+def sample_dpmpp_2m(model: Callable[..., torch.Tensor], x: torch.Tensor, sigmas: torch.Tensor,
+                    extra_args: dict[str, Any] | None = None,
+                    callback: Callable[[dict[str, Any]], object] | None = None,
+                    disable: bool | None = None) -> torch.Tensor:
     r"""DPM-Solver++(2M): the second-order multistep solver in data-prediction form.
 
     With :math:`\lambda = -\log\sigma`, :math:`h_i = \lambda_{i+1} - \lambda_i = \log(\sigma_i/\sigma_{i+1})` and
@@ -405,8 +424,11 @@ def sample_dpmpp_2m(model, x, sigmas, extra_args=None, callback=None, disable=No
     return _sample_loop(model, x, sigmas, extra_args, callback, disable, _dpmpp_2m_step)
 
 
-def sample_dpmpp_2m_sde(model, x, sigmas, extra_args=None, callback=None, disable=None, eta=1.0, s_noise=1.0,
-                        noise_sampler=None, solver_type="midpoint", seed=None) -> torch.Tensor:
+def sample_dpmpp_2m_sde(model: Callable[..., torch.Tensor], x: torch.Tensor, sigmas: torch.Tensor,
+                        extra_args: dict[str, Any] | None = None,
+                        callback: Callable[[dict[str, Any]], object] | None = None, disable: bool | None = None,
+                        eta: float = 1.0, s_noise: float = 1.0, noise_sampler: NoiseSampler | None = None,
+                        solver_type: str = "midpoint", seed: int | None = None) -> torch.Tensor:
     r"""DPM-Solver++(2M) SDE: the multistep data-prediction solver of the reverse SDE with noise fraction
     :math:`\eta`.
 

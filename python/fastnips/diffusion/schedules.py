@@ -95,8 +95,8 @@ def _finish(sigmas: torch.Tensor, device, dtype, ends: tuple[float, float] | Non
     return append_zero(sigmas).to(device=device, dtype=dtype)
 
 
-def get_sigmas_karras(n: int, sigma_min: float, sigma_max: float, rho: float = 7.0, *, device="cpu",
-                      dtype: torch.dtype = torch.float64) -> torch.Tensor:
+def get_sigmas_karras(n: int, sigma_min: float, sigma_max: float, rho: float = 7.0, *,
+                      device: str | torch.device = "cpu", dtype: torch.dtype = torch.float64) -> torch.Tensor:
     r"""The EDM / Karras schedule, :math:`n` noise levels plus a final 0.
 
     .. math:: \sigma_i = \Big(\sigma_{\max}^{1/\rho} + \tfrac{i}{n-1}\big(\sigma_{\min}^{1/\rho}
@@ -130,12 +130,12 @@ def get_sigmas_karras(n: int, sigma_min: float, sigma_max: float, rho: float = 7
 
 
 def edm_sigmas(n: int, *, sigma_min: float = EDM_SIGMA_MIN, sigma_max: float = EDM_SIGMA_MAX, rho: float = EDM_RHO,
-               device="cpu", dtype: torch.dtype = torch.float64) -> torch.Tensor:
+               device: str | torch.device = "cpu", dtype: torch.dtype = torch.float64) -> torch.Tensor:
     """:func:`get_sigmas_karras` with EDM's defaults (sigma_min 0.002, sigma_max 80, rho 7); shape (n + 1,)."""
     return get_sigmas_karras(n, sigma_min, sigma_max, rho, device=device, dtype=dtype)
 
 
-def get_sigmas_exponential(n: int, sigma_min: float, sigma_max: float, *, device="cpu",
+def get_sigmas_exponential(n: int, sigma_min: float, sigma_max: float, *, device: str | torch.device = "cpu",
                            dtype: torch.dtype = torch.float64) -> torch.Tensor:
     r"""Noise levels uniform in :math:`\log\sigma`, plus a final 0.
 
@@ -157,8 +157,8 @@ def get_sigmas_exponential(n: int, sigma_min: float, sigma_max: float, *, device
     return _finish(sigmas, device, dtype, (lo, hi))
 
 
-def get_sigmas_polyexponential(n: int, sigma_min: float, sigma_max: float, rho: float = 1.0, *, device="cpu",
-                               dtype: torch.dtype = torch.float64) -> torch.Tensor:
+def get_sigmas_polyexponential(n: int, sigma_min: float, sigma_max: float, rho: float = 1.0, *,
+                               device: str | torch.device = "cpu", dtype: torch.dtype = torch.float64) -> torch.Tensor:
     r"""Polynomial in :math:`\log\sigma`, plus a final 0.
 
     .. math:: \log\sigma_i = \log\sigma_{\min} + (1-u_i)^{\rho}\,(\log\sigma_{\max} - \log\sigma_{\min}),
@@ -185,8 +185,8 @@ def get_sigmas_polyexponential(n: int, sigma_min: float, sigma_max: float, rho: 
     return _finish(sigmas, device, dtype, (lo, hi))
 
 
-def get_sigmas_vp(n: int, beta_d: float = 19.9, beta_min: float = 0.1, eps_s: float = 1e-3, *, device="cpu",
-                  dtype: torch.dtype = torch.float64) -> torch.Tensor:
+def get_sigmas_vp(n: int, beta_d: float = 19.9, beta_min: float = 0.1, eps_s: float = 1e-3, *,
+                  device: str | torch.device = "cpu", dtype: torch.dtype = torch.float64) -> torch.Tensor:
     r"""The VP-SDE noise levels (linear :math:`\beta(t)`) expressed as sigmas, plus a final 0.
 
     .. math:: \sigma(t) = \sqrt{e^{\frac12\beta_d t^2 + \beta_{\min} t} - 1}, \qquad

@@ -47,6 +47,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 
 __all__ = ["GMM", "KDE"]
 
@@ -96,8 +97,8 @@ class GMM:
 
     validate: bool = True  #: check inputs for NaN/inf and shapes (one device sync per call on CUDA)
 
-    def __init__(self, means, weights=None, stds=1.0, *, shape: Sequence[int] | None = None,
-                 max_block: int = 1 << 22):
+    def __init__(self, means: ArrayLike, weights: ArrayLike | None = None, stds: float | ArrayLike = 1.0, *,
+                 shape: Sequence[int] | None = None, max_block: int = 1 << 22):
         mu = _as_f64(means, "GMM: means")
         if mu.ndim != 2 or mu.shape[0] < 1 or mu.shape[1] < 1:
             raise ValueError(f"GMM: means must have shape (K, d) with K, d >= 1, got {tuple(mu.shape)}")
@@ -304,7 +305,7 @@ class GMM:
 
     # -- public interface ------------------------------------------------------------------------------------
 
-    def denoiser(self, x, sigma) -> torch.Tensor:
+    def denoiser(self, x: torch.Tensor, sigma: float | torch.Tensor) -> torch.Tensor:
         r"""The exact optimal denoiser :math:`D(x, \sigma) = \mathbb E[x_0 \mid x_0 + \sigma\varepsilon = x]`.
 
         Parameters
@@ -326,7 +327,7 @@ class GMM:
         """k-diffusion model interface: ``target(x, sigma, **extra_args) = target.denoiser(x, sigma)``."""
         return self.denoiser(x, sigma)
 
-    def score(self, x, sigma) -> torch.Tensor:
+    def score(self, x: torch.Tensor, sigma: float | torch.Tensor) -> torch.Tensor:
         r""":math:`\nabla_x \log p_\sigma(x) = \sum_k w_k (\mu_k - x)/(s_k^2 + \sigma^2)`, shape of ``x``
         (equal to :math:`(D - x)/\sigma^2` for :math:`\sigma > 0`, and finite at :math:`\sigma = 0`)."""
         xf = self._flatten(x)
@@ -334,14 +335,14 @@ class GMM:
         t2 = self._sigma2(sigma, xf.shape[0], xf)
         return self._stream(xf - c, t2, "score").reshape(x.shape).to(x.dtype)
 
-    def log_prob(self, x, sigma=0.0) -> torch.Tensor:
+    def log_prob(self, x: torch.Tensor, sigma: float | torch.Tensor = 0.0) -> torch.Tensor:
         r""":math:`\log p_\sigma(x)` for each sample, shape (B,), in the computation dtype (nats)."""
         xf = self._flatten(x)
         c = self._params(xf.device, xf.dtype)["center"]
         t2 = self._sigma2(sigma, xf.shape[0], xf)
         return self._stream(xf - c, t2, "logp")
 
-    def assign(self, x, sigma=0.0) -> torch.Tensor:
+    def assign(self, x: torch.Tensor, sigma: float | torch.Tensor = 0.0) -> torch.Tensor:
         r"""The most responsible component :math:`\arg\max_k w_k(x)` at noise level ``sigma`` (default 0), shape
         (B,), int64. With equal weights and stds this is the nearest mean."""
         xf = self._flatten(x)
@@ -349,8 +350,8 @@ class GMM:
         t2 = self._sigma2(sigma, xf.shape[0], xf)
         return self._stream(xf - c, t2, "argmax")
 
-    def sample(self, n: int, *, seed: int = 0, sigma: float = 0.0, device=None, dtype: torch.dtype | None = None,
-               return_labels: bool = False):
+    def sample(self, n: int, *, seed: int = 0, sigma: float = 0.0, device: str | torch.device | None = None,
+               dtype: torch.dtype | None = None, return_labels: bool = False):
         r"""``n`` exact samples of :math:`p_\sigma` (default :math:`p_0`), shape (n, *shape).
 
         Components are drawn with ``torch.multinomial`` and the noise with ``torch.randn`` (float64) from one CPU
@@ -429,7 +430,7 @@ class KDE(GMM):
     representations", ICLR 2024 (memorisation by the empirical optimal denoiser).
     """
 
-    def __init__(self, data, s: float, *, max_block: int = 1 << 22):
+    def __init__(self, data: ArrayLike, s: float, *, max_block: int = 1 << 22):
         y = data if isinstance(data, torch.Tensor) else torch.as_tensor(np.asarray(data))
         if y.ndim < 2 or y.shape[0] < 1:
             raise ValueError(f"KDE: data must have shape (n, ...) with n >= 1, got {tuple(y.shape)}")
@@ -445,23 +446,23 @@ class KDE(GMM):
         return self.means.reshape(self.k, *self.shape)
 
     @staticmethod
-    def to_model_space(images01) -> torch.Tensor:
+    def to_model_space(images01: ArrayLike) -> torch.Tensor:
         """Pixels in [0, 1] -> [-1, 1] (``2 x - 1``), the scaling diffusion models are trained in."""
         return 2.0 * torch.as_tensor(np.asarray(images01) if not isinstance(images01, torch.Tensor) else images01) - 1.0
 
     @staticmethod
-    def to_pixels(x) -> torch.Tensor:
+    def to_pixels(x: torch.Tensor) -> torch.Tensor:
         """Model space [-1, 1] -> pixels in [0, 1] (``(x + 1) / 2``, clamped)."""
         return ((x + 1.0) / 2.0).clamp(0.0, 1.0)
 
-    def nearest_train(self, x) -> tuple[torch.Tensor, torch.Tensor]:
+    def nearest_train(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Distance to, and index of, the nearest training point for each sample: two (B,) tensors
         (Euclidean distance in model space, computed in blocks)."""
         xf = self._flatten(x)
         return _nearest(xf, self._params(xf.device, xf.dtype), self._params(xf.device, xf.dtype)["center"],
                         self.max_block)
 
-    def nearest_train_distance(self, x) -> torch.Tensor:
+    def nearest_train_distance(self, x: torch.Tensor) -> torch.Tensor:
         """Euclidean distance from each sample to its nearest training point, (B,)."""
         return self.nearest_train(x)[0]
 

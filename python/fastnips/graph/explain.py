@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 
 from .checks import _as_csr, _check_basis, _coefficients, _to_numpy, _weights
 from .polynomial import _check_polynomial, evaluate_polynomial
@@ -162,7 +163,7 @@ def _read_curve(p: np.ndarray, flat_tol: float, band_tol: float) -> str:
     return "low-pass" if right > left else "high-pass"
 
 
-def filter_reading(coeffs, *, basis: str = "bernstein", flat_tol: float = FLAT_TOL,
+def filter_reading(coeffs: ArrayLike, *, basis: str = "bernstein", flat_tol: float = FLAT_TOL,
                    band_tol: float = BAND_TOL) -> str:
     r"""Read a filter polynomial p on [0, 2] as low-pass, high-pass, band-pass, band-stop or flat.
 
@@ -248,7 +249,8 @@ def _edges_of(L: sp.csr_matrix) -> np.ndarray:
     return np.ascontiguousarray(ei[:, order])
 
 
-def explain_tikhonov(coeffs, q, L, *, basis: str = "bernstein", batch=None, graph: int | None = None,
+def explain_tikhonov(coeffs: ArrayLike, q: ArrayLike, L: sp.spmatrix | sp.sparray | ArrayLike, *,
+                     basis: str = "bernstein", batch: ArrayLike | None = None, graph: int | None = None,
                      rows: bool = True, max_nodes_for_rows: int = 500, num_points: int = 201,
                      flat_tol: float = FLAT_TOL, band_tol: float = BAND_TOL, backend: str = "auto") -> Explanation:
     r"""Explain a Tikhonov propagation :math:`R = (p(L) + \mathrm{diag}(q))^{-1} \mathrm{diag}(q)`.
@@ -399,7 +401,7 @@ def _auroc(q: np.ndarray, y: np.ndarray) -> float:
     return float((r[y].sum() - pos * (pos + 1) / 2.0) / (pos * neg))
 
 
-def explanation_auroc(q, motif_mask, *, batch=None) -> float:
+def explanation_auroc(q: ArrayLike, motif_mask: ArrayLike, *, batch: ArrayLike | None = None) -> float:
     r"""AUROC of node importances against ground-truth important nodes.
 
     .. math:: \mathrm{AUROC} = \frac{1}{|P|\,|N|} \sum_{i \in P} \sum_{j \in N}

@@ -13,9 +13,12 @@ Networks" (arXiv 2605.28578).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
+from numpy.typing import ArrayLike, DTypeLike
 
 from .. import _backend, _optional
 from .checks import (
@@ -77,8 +80,9 @@ class TikhonovFactor:
         None where the installed factoriser does not report it.
     """
 
-    def __init__(self, *, n, q, method, backend, solver, dtype, n_blocks, max_block, nnz_operator, nnz_factor,
-                 solve_fn):
+    def __init__(self, *, n: int, q: ArrayLike, method: str, backend: str, solver: str, dtype: DTypeLike,
+                 n_blocks: int, max_block: int, nnz_operator: int, nnz_factor: int | None,
+                 solve_fn: Callable[[np.ndarray, np.ndarray | None], np.ndarray]):
         self.n, self.method, self.backend, self.solver = int(n), method, backend, solver
         self.dtype = np.dtype(dtype)
         self.q = np.array(q, dtype=self.dtype)
@@ -88,7 +92,7 @@ class TikhonovFactor:
         self.nnz_factor = None if nnz_factor is None else int(nnz_factor)
         self._solve_fn = solve_fn  # (B (n, F) in self.dtype, scale (n,) or None) -> A^{-1} (scale o B)
 
-    def solve(self, X):
+    def solve(self, X: ArrayLike):
         r""":math:`Y = (p(L) + Q)^{-1} Q X`.
 
         Parameters
@@ -102,7 +106,7 @@ class TikhonovFactor:
         """
         return self._public(X, "X", scaled=True)
 
-    def solve_adjoint(self, G):
+    def solve_adjoint(self, G: ArrayLike):
         r""":math:`\Lambda = (p(L) + Q)^{-1} G`: the adjoint solve of implicit differentiation.
 
         With :math:`Y = A^{-1} Q X` and upstream gradient G: :math:`\partial \ell / \partial X = Q \Lambda`,
@@ -138,8 +142,9 @@ class TikhonovFactor:
                 f"nnz_operator={self.nnz_operator}, nnz_factor={self.nnz_factor})")
 
 
-def tikhonov_factorize(L, coeffs, q, *, basis: str = "bernstein", method: str = "direct", batch=None,
-                       backend: str = "auto", max_fill: float = DEFAULT_MAX_FILL, dtype=np.float64,
+def tikhonov_factorize(L: sp.spmatrix | sp.sparray | ArrayLike, coeffs: ArrayLike, q: ArrayLike, *,
+                       basis: str = "bernstein", method: str = "direct", batch: ArrayLike | None = None,
+                       backend: str = "auto", max_fill: float = DEFAULT_MAX_FILL, dtype: DTypeLike = np.float64,
                        n_threads: int = 0) -> TikhonovFactor:
     r"""Factorise :math:`A = p(L) + \mathrm{diag}(q)` once, to solve many right-hand sides.
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 
 from .. import _optional
 
 
-def normalized_laplacian(edge_index, num_nodes: int | None, edge_weight=None, *, add_self_loops: bool = False,
+def normalized_laplacian(edge_index: ArrayLike, num_nodes: int | None, edge_weight: ArrayLike | None = None, *,
+                         add_self_loops: bool = False,
                          symmetrize: bool = True) -> sp.csr_matrix:
     r"""The symmetric normalized Laplacian of a graph given as a PyG edge list.
 

@@ -17,6 +17,7 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 import torch
+from numpy.typing import ArrayLike
 from torch import nn
 
 from .. import _backend
@@ -139,8 +140,10 @@ def _check_signals(x: torch.Tensor, q, n_rows: int | None = None):
 # public functional
 
 
-def tikhonov_prop(x, q, coeffs, L, *, basis: str = "bernstein", backend: str = "auto", tol: float | None = None,
-                  backward_tol: float | None = None, method: str = "auto", batch=None):
+def tikhonov_prop(x: torch.Tensor, q: torch.Tensor | float, coeffs: torch.Tensor,
+                  L: sp.spmatrix | sp.sparray | ArrayLike, *, basis: str = "bernstein", backend: str = "auto",
+                  tol: float | None = None, backward_tol: float | None = None, method: str = "auto",
+                  batch: ArrayLike | None = None):
     r"""Differentiable Tikhonov propagation :math:`Y = (p(L) + \mathrm{diag}(q))^{-1} \mathrm{diag}(q)\, X`.
 
     .. math:: y_{:,f} = \arg\min_z\; z^\top p(L) z + (z - x_{:,f})^\top Q (z - x_{:,f}), \qquad
@@ -331,7 +334,8 @@ class TikhonovProp(nn.Module):
     """
 
     def __init__(self, K: int = 4, basis: str = "bernstein", scale: str = "simplex", backend: str = "auto",
-                 tol: float | None = None, *, backward_tol: float | None = None, init="lowpass", method: str = "auto"):
+                 tol: float | None = None, *, backward_tol: float | None = None, init: str | ArrayLike = "lowpass",
+                 method: str = "auto"):
         super().__init__()
         if isinstance(K, bool) or not isinstance(K, numbers.Integral) or K < 0:
             raise ValueError(f"K must be an int >= 0 (the degree of p), got {K!r}")
@@ -379,7 +383,10 @@ class TikhonovProp(nn.Module):
             return torch.softmax(self.phi, dim=0)
         return nn.functional.softplus(self.phi)
 
-    def forward(self, x, q, edge_index=None, num_nodes=None, batch=None, *, L=None, edge_weight=None):
+    def forward(self, x: torch.Tensor, q: torch.Tensor | float, edge_index: ArrayLike | None = None,
+                num_nodes: int | None = None, batch: ArrayLike | None = None, *,
+                L: sp.spmatrix | sp.sparray | ArrayLike | None = None,
+                edge_weight: ArrayLike | None = None) -> torch.Tensor:
         r"""Propagate: :math:`(p_\theta(L) + \mathrm{diag}(q))^{-1} \mathrm{diag}(q)\, x`.
 
         Parameters
@@ -415,5 +422,6 @@ class TikhonovProp(nn.Module):
                      self.method, batch)
 
     def extra_repr(self) -> str:
+        """The hyperparameters, for ``repr``."""
         return (f"K={self.K}, basis={self.basis!r}, scale={self.scale!r}, backend={self.backend!r}, "
                 f"method={self.method!r}, tol={self.tol}")

@@ -15,9 +15,11 @@ from __future__ import annotations
 import itertools
 import numbers
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 from torch import nn
 
 from .baselines import _positive_int, global_pool
@@ -173,7 +175,8 @@ class TikhonovGNN(nn.Module):
                  task: str = "graph", pooling: str = "max", encoder_layers: int | None = None,
                  head_layers: int | None = None,
                  q_min: float = 1e-3, basis: str = "bernstein", scale: str = "simplex", backend: str = "auto",
-                 tol: float | None = None, backward_tol: float | None = None, init="uniform", method: str = "auto",
+                 tol: float | None = None, backward_tol: float | None = None, init: str | ArrayLike = "uniform",
+                 method: str = "auto",
                  q_norm: bool | None = None):
         super().__init__()
         self.in_channels = _positive_int("in_channels", in_channels)
@@ -207,7 +210,8 @@ class TikhonovGNN(nn.Module):
 
     # -----------------------------------------------------------------------------------------------
 
-    def node_weights(self, x, src, dst, edge_weight=None, batch=None):
+    def node_weights(self, x: torch.Tensor, src: torch.Tensor, dst: torch.Tensor,
+                     edge_weight: torch.Tensor | None = None, batch: ArrayLike | None = None) -> torch.Tensor:
         r"""The Q-network: :math:`q = \mathrm{softplus}(\mathrm{norm}(f_\psi(X, A))) + q_{\min}`, shape (n,).
 
         ``batch`` (graph id per node, numpy or tensor; None: one graph) sets the groups of the score
@@ -233,7 +237,8 @@ class TikhonovGNN(nn.Module):
         var = global_pool((d * d).unsqueeze(-1), idx, "mean")[idx, 0]
         return d / torch.sqrt(var + 1e-5)
 
-    def forward(self, x, edge_index=None, batch=None, *, edge_weight=None, num_graphs: int | None = None):
+    def forward(self, x: torch.Tensor | Any, edge_index: ArrayLike | None = None, batch: ArrayLike | None = None, *,
+                edge_weight: torch.Tensor | None = None, num_graphs: int | None = None) -> torch.Tensor:
         r"""Logits for each graph (``task="graph"``) or each node (``task="node"``).
 
         Parameters
@@ -270,8 +275,9 @@ class TikhonovGNN(nn.Module):
         return self.classifier(self._pool(h, b, num_graphs))
 
     @torch.no_grad()
-    def explain(self, data_or_x, edge_index=None, batch=None, *, graph: int | None = None, rows: bool = True,
-                max_nodes_for_rows: int = 500, edge_weight=None, num_points: int = 201):
+    def explain(self, data_or_x: ArrayLike | Any, edge_index: ArrayLike | None = None,
+                batch: ArrayLike | None = None, *, graph: int | None = None, rows: bool = True,
+                max_nodes_for_rows: int = 500, edge_weight: torch.Tensor | None = None, num_points: int = 201):
         r"""Explain the model on a graph or batch: node importances q, the filter p and the rows of R.
 
         Runs the Q-network once (no gradient; ``last_q`` is left as it was) and reads the current
@@ -407,4 +413,5 @@ class TikhonovGNN(nn.Module):
         return global_pool(h, idx, self.pooling, num_graphs)
 
     def extra_repr(self) -> str:
+        """The hyperparameters, for ``repr``."""
         return f"task={self.task!r}, pooling={self.pooling!r}, q_min={self.q_min}"

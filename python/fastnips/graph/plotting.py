@@ -11,8 +11,11 @@ from __future__ import annotations
 import os
 import sys
 import warnings
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _optional
 from .checks import _to_numpy
@@ -24,7 +27,7 @@ __all__ = ["LAYOUTS", "plot_explanation", "spring_layout"]
 LAYOUTS = ("spring", "kamada_kawai")
 
 
-def spring_layout(edge_index, num_nodes: int, *, seed=0, iterations: int = 200) -> np.ndarray:
+def spring_layout(edge_index: ArrayLike, num_nodes: int, *, seed: int = 0, iterations: int = 200) -> np.ndarray:
     r"""Fruchterman–Reingold force-directed layout in numpy, scaled to :math:`[-1, 1]^2`.
 
     Attraction :math:`d^2 / k` along edges, repulsion :math:`k^2 / d` between all pairs, with
@@ -127,8 +130,10 @@ def _no_display() -> bool:
     return False
 
 
-def plot_explanation(explanation: Explanation, edge_index=None, *, path=None, ax=None, layout="spring", seed=0,
-                     motif_mask=None, cmap: str = "viridis", title: str | None = None):
+def plot_explanation(explanation: Explanation, edge_index: ArrayLike | None = None, *,
+                     path: str | os.PathLike | None = None, ax: Sequence[Any] | None = None,
+                     layout: str | ArrayLike = "spring", seed: int = 0, motif_mask: ArrayLike | None = None,
+                     cmap: str = "viridis", title: str | None = None):
     r"""Draw an explanation: the graph coloured by q, and the filter p on [0, 2] with its reading.
 
     Left panel: the graph (edges grey, nodes coloured by :math:`q_i` with a colorbar; a log colour scale

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 from numpy.polynomial import chebyshev as _cheb
+from numpy.typing import ArrayLike
 
 from .checks import _check_basis, _coefficients
 from .reference import evaluate_polynomial_reference, monomial_coefficients, monomial_to_bernstein
@@ -23,7 +24,7 @@ from .reference import evaluate_polynomial_reference, monomial_coefficients, mon
 __all__ = ["chebyshev_coefficients", "evaluate_polynomial"]
 
 
-def evaluate_polynomial(coeffs, lam, basis: str = "bernstein") -> np.ndarray:
+def evaluate_polynomial(coeffs: ArrayLike, lam: ArrayLike, basis: str = "bernstein") -> np.ndarray:
     r"""Evaluate the filter polynomial :math:`p(\lambda)`.
 
     .. math:: p(\lambda) = \sum_{k=0}^{K} \theta_k \binom{K}{k} \Big(\frac{\lambda}{2}\Big)^k
@@ -93,7 +94,7 @@ def _check_polynomial(c: np.ndarray, basis: str) -> float:
         "Use basis='bernstein' with coefficients >= 0 (always valid), or shift p up")
 
 
-def chebyshev_coefficients(coeffs, basis: str = "bernstein") -> np.ndarray:
+def chebyshev_coefficients(coeffs: ArrayLike, basis: str = "bernstein") -> np.ndarray:
     r"""Coefficients :math:`c_k` with :math:`p(\lambda) = \sum_k c_k T_k(\lambda - 1)` on :math:`[0, 2]`.
 
     Obtained once by interpolating p (evaluated stably in its own basis) at the K + 1 Chebyshev points

@@ -11,6 +11,8 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
+from numpy.typing import ArrayLike
 
 from .. import _backend, _optional
 from .checks import (
@@ -88,9 +90,10 @@ class TikhonovInfo:
 
 
 
-def tikhonov_solve(L, coeffs, q, X, *, basis: str = "bernstein", tol: float | None = None,
-                   maxiter: int | None = None, backend: str = "auto", return_info: bool = False,
-                   n_threads: int = 0, method: str = "auto", batch=None, max_fill: float = DEFAULT_MAX_FILL):
+def tikhonov_solve(L: sp.spmatrix | sp.sparray | ArrayLike, coeffs: ArrayLike, q: ArrayLike, X: ArrayLike, *,
+                   basis: str = "bernstein", tol: float | None = None, maxiter: int | None = None,
+                   backend: str = "auto", return_info: bool = False, n_threads: int = 0, method: str = "auto",
+                   batch: ArrayLike | None = None, max_fill: float = DEFAULT_MAX_FILL):
     r"""Solve the generalised graph Tikhonov problem :math:`(p(L) + \mathrm{diag}(q))\, Y = \mathrm{diag}(q)\, X`.
 
     .. math:: Y = (p(L) + Q)^{-1} Q X, \qquad

@@ -29,6 +29,7 @@ Choices the usual tools leave open, and what fastnips does:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -53,7 +54,7 @@ class _Csr:
     vector: bool  # X was 1-D: return 1-D
 
 
-def spmm(*args, n_cols: int | None = None, backend: str = "auto", check_finite: bool = False,
+def spmm(*args: Any, n_cols: int | None = None, backend: str = "auto", check_finite: bool = False,
          n_threads: int = 0):
     r"""Multiply a CSR sparse matrix by a dense matrix (or vector): ``Y = A @ X``.
 

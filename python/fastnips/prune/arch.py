@@ -163,7 +163,7 @@ def mlp_forward(block: nn.Module, h: torch.Tensor) -> torch.Tensor:
     return h + block.mlp(block.post_attention_layernorm(h))
 
 
-def windows(model: nn.Module, window) -> list[Window]:
+def windows(model: nn.Module, window: str | Blocks) -> list[Window]:
     """The partition of the decoder blocks into reconstruction windows, in execution order.
 
     Every parameter of every block belongs to exactly one window (tested).

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
+from torch import nn
 
 __all__ = ["Calibration"]
 
@@ -46,7 +48,7 @@ class Calibration:
             raise ValueError("token ids must be >= 0")
 
     @classmethod
-    def from_token_ids(cls, ids, seqlen: int, n: int, seed: int = 0) -> Calibration:
+    def from_token_ids(cls, ids: ArrayLike, seqlen: int, n: int, seed: int = 0) -> Calibration:
         """Draw ``n`` distinct aligned windows of ``seqlen`` tokens from the 1-D stream ``ids``.
 
         Parameters
@@ -77,14 +79,17 @@ class Calibration:
 
     @property
     def n(self) -> int:
+        """Number of sequences."""
         return int(self.tokens.shape[0])
 
     @property
     def seqlen(self) -> int:
+        """Tokens per sequence."""
         return int(self.tokens.shape[1])
 
     @property
     def num_tokens(self) -> int:
+        """Total tokens, ``n * seqlen``."""
         return self.n * self.seqlen
 
     def batches(self, batch_size: int) -> list[torch.Tensor]:
@@ -92,7 +97,7 @@ class Calibration:
         b = _positive_int("batch_size", batch_size)
         return list(torch.split(self.tokens, b, dim=0))
 
-    def check_model(self, model) -> None:
+    def check_model(self, model: nn.Module) -> None:
         """Refuse a calibration longer than the model's context or with ids outside its vocabulary."""
         cfg = getattr(model, "config", None)
         limit = getattr(cfg, "max_position_embeddings", None)

@@ -73,8 +73,9 @@ def _zero_fraction(t: torch.Tensor) -> float:
     return float((t == 0).sum()) / t.numel()
 
 
-def save_sparse(model_or_state_dict, path, *, fmt: str = "bitmask", pattern: NM | None = None,
-                min_sparsity: float = 0.25, backend: str = "auto") -> dict:
+def save_sparse(model_or_state_dict: torch.nn.Module | Mapping[str, torch.Tensor], path: str | os.PathLike, *,
+                fmt: str = "bitmask", pattern: NM | None = None, min_sparsity: float = 0.25,
+                backend: str = "auto") -> dict:
     """Write a model's (or state dict's) tensors to one safetensors file, sparse 2-D weights packed.
 
     Parameters
@@ -162,7 +163,8 @@ def save_sparse(model_or_state_dict, path, *, fmt: str = "bitmask", pattern: NM 
     return meta
 
 
-def load_sparse(path, model: torch.nn.Module | None = None, *, backend: str = "auto") -> dict[str, torch.Tensor]:
+def load_sparse(path: str | os.PathLike, model: torch.nn.Module | None = None, *,
+                backend: str = "auto") -> dict[str, torch.Tensor]:
     """Read a file written by :func:`save_sparse`; return the dense state dict (and load it into ``model``).
 
     Parameters

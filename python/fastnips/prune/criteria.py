@@ -23,12 +23,16 @@ one pre-pruning pass of that block.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
 from .arch import decoder_blocks, linear_names
 from .masks import NM, magnitude_scores, prune_weight_, select_mask
+
+if TYPE_CHECKING:
+    from .calib import Calibration
 
 __all__ = ["CRITERIA", "InputStats", "StatsCollector", "magnitude", "sparsegpt", "wanda"]
 
@@ -38,7 +42,7 @@ CRITERIA = ("magnitude", "wanda", "sparsegpt")
 class InputStats:
     """Running statistics of one input feature space: squared column norms and (optionally) the Hessian."""
 
-    def __init__(self, d: int, hessian: bool, device=None):
+    def __init__(self, d: int, hessian: bool, device: torch.device | str | None = None):
         self.d = d
         self.tokens = 0
         self.passes = 0
@@ -46,6 +50,7 @@ class InputStats:
         self._xtx = torch.zeros(d, d, dtype=torch.float32, device=device) if hessian else None
 
     def add(self, x: torch.Tensor) -> None:
+        """Accumulate the tokens of ``x``, shape (..., d)."""
         x2 = x.detach().reshape(-1, self.d).float()
         self.tokens += x2.shape[0]
         self.passes += 1
@@ -99,15 +104,18 @@ class StatsCollector:
         return hook
 
     def next_batch(self) -> None:
+        """Start a new forward pass (forget which inputs were already recorded)."""
         self._seen = {}
 
     def remove(self) -> None:
+        """Remove the hooks."""
         for h in self._handles:
             h.remove()
         self._handles = []
 
     @property
     def distinct(self) -> int:
+        """Number of distinct :class:`InputStats` (inputs) recorded."""
         return len({id(s) for s in self.by_name.values()})
 
 
@@ -203,9 +211,9 @@ def magnitude(model: nn.Module, *, sparsity: float | None = None, pattern: NM | 
     return masks
 
 
-def wanda(model: nn.Module, calib, *, sparsity: float | None = None, pattern: NM | None = None, scope: str = "row",
-          propagate: str = "sparse", batch_size: int = 8, inplace: bool = True, backend: str = "auto",
-          progress: bool = False) -> dict[str, torch.Tensor]:
+def wanda(model: nn.Module, calib: Calibration, *, sparsity: float | None = None, pattern: NM | None = None,
+          scope: str = "row", propagate: str = "sparse", batch_size: int = 8, inplace: bool = True,
+          backend: str = "auto", progress: bool = False) -> dict[str, torch.Tensor]:
     r"""Wanda (Sun et al., arXiv 2306.11695): prune the smallest :math:`|W_{ij}|\,\|X_{:,j}\|_2`.
 
     Parameters
@@ -238,7 +246,7 @@ def wanda(model: nn.Module, calib, *, sparsity: float | None = None, pattern: NM
                 restore=not inplace, progress=progress).masks
 
 
-def sparsegpt(model: nn.Module, calib, *, sparsity: float | None = None, pattern: NM | None = None,
+def sparsegpt(model: nn.Module, calib: Calibration, *, sparsity: float | None = None, pattern: NM | None = None,
               scope: str = "row", blocksize: int = 128, percdamp: float = 0.01, propagate: str = "sparse",
               batch_size: int = 8, backend: str = "auto", progress: bool = False) -> dict[str, torch.Tensor]:
     r"""SparseGPT (Frantar & Alistarh, arXiv 2301.00774): OBS pruning with weight updates, in place.

@@ -32,10 +32,15 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import os
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
+from numpy.typing import ArrayLike
+from torch import nn
 
 from .._optional import require
 
@@ -82,7 +87,7 @@ def _from_pretrained(folder: Path, gguf_file: str | None, dtype: torch.dtype):
     return model.eval(), tokenizer
 
 
-def load_causal_lm(name_or_path, *, dtype: torch.dtype = torch.float32):
+def load_causal_lm(name_or_path: str | os.PathLike, *, dtype: torch.dtype = torch.float32):
     """A causal LM and its tokenizer, offline: ``(model, tokenizer)``, the model in eval mode on the CPU.
 
     Parameters
@@ -114,7 +119,7 @@ def load_causal_lm(name_or_path, *, dtype: torch.dtype = torch.float32):
                      "checkpoint nor a .gguf file (nothing is downloaded)")
 
 
-def token_ids(tokenizer, texts) -> torch.Tensor:
+def token_ids(tokenizer: Any, texts: Iterable[str]) -> torch.Tensor:
     """Documents tokenized and concatenated into one 1-D LongTensor, each followed by the EOS id.
 
     ``tokenizer`` is an HF tokenizer (documents encoded without special tokens) or a
@@ -137,8 +142,8 @@ def _vocab_size(model) -> int | None:
     return getattr(cfg, "vocab_size", None)
 
 
-def perplexity(model, ids, *, seqlen: int = 128, batch_size: int = 8, max_batches: int | None = None,
-               progress: bool = False) -> float:
+def perplexity(model: nn.Module, ids: ArrayLike, *, seqlen: int = 128, batch_size: int = 8,
+               max_batches: int | None = None, progress: bool = False) -> float:
     """Perplexity of a causal LM on non-overlapping windows of a token stream (formula in the module docstring).
 
     Works for HF causal LMs (called as ``model(input_ids=x, use_cache=False).logits``) and

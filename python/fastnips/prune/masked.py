@@ -145,7 +145,7 @@ class MaskedLinear(nn.Module):
     """
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, *, mask: torch.Tensor | None = None,
-                 backend: str = "auto", device=None, dtype=None):
+                 backend: str = "auto", device: torch.device | str | None = None, dtype: torch.dtype | None = None):
         super().__init__()
         lin = nn.Linear(in_features, out_features, bias=bias, device=device, dtype=dtype)
         if mask is None:
@@ -190,6 +190,7 @@ class MaskedLinear(nn.Module):
 
     @property
     def mask(self) -> torch.Tensor:
+        """The unpacked keep-mask, bool, shape (out_features, in_features) (a new tensor)."""
         return unpack_mask(self.mask_bits, self.in_features)
 
     @property
@@ -213,6 +214,16 @@ class MaskedLinear(nn.Module):
         return self.enforce_()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        r""":math:`y = x (W \odot M)^\top + b`.
+
+        Parameters
+        ----------
+        x : torch.Tensor, shape (..., in_features)
+
+        Returns
+        -------
+        torch.Tensor, shape (..., out_features)
+        """
         dt = _autocast_dtype(x)
         if dt is None:
             return MaskedLinearFn.apply(x, self.weight, self.bias, self.mask_bits, self.backend)
@@ -226,6 +237,7 @@ class MaskedLinear(nn.Module):
         return _linear_with(self.weight, self.bias)
 
     def extra_repr(self) -> str:
+        """The shape, bias and sparsity, for ``repr``."""
         return (f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, "
                 f"sparsity={self.sparsity:.3f}")
 
@@ -271,6 +283,7 @@ class LoRA:
 
     @property
     def scale(self) -> float:
+        """The LoRA scale ``alpha / r``."""
         return float(self.alpha) / int(self.r)
 
 
@@ -325,6 +338,16 @@ class MaskedLoRALinear(nn.Module):
     enforce_ = MaskedLinear.enforce_
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        r""":math:`y = x W^\top + s\, x ((BA) \odot M)^\top + b` (unmasked: :math:`BA`).
+
+        Parameters
+        ----------
+        x : torch.Tensor, shape (..., in_features)
+
+        Returns
+        -------
+        torch.Tensor, shape (..., out_features)
+        """
         dt = _autocast_dtype(x)
         x, w, b, A, B = _cast(dt, x, self.weight, self.bias, self.lora_A, self.lora_B)
         if self.lora.masked:
@@ -371,6 +394,7 @@ class MaskedLoRALinear(nn.Module):
         return out
 
     def extra_repr(self) -> str:
+        """The shape, LoRA configuration and sparsity, for ``repr``."""
         return (f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, "
                 f"r={self.lora.r}, alpha={self.lora.alpha}, masked={self.lora.masked}, sparsity={self.sparsity:.3f}")
 

@@ -60,6 +60,7 @@ class NM:
 
     @property
     def sparsity(self) -> float:
+        """Fraction of pruned entries, ``1 - keep / group``."""
         return 1.0 - self.keep / self.group
 
     def __str__(self) -> str:

@@ -40,14 +40,19 @@ from __future__ import annotations
 
 import math
 import time
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
-from .arch import capture_block_inputs, decoder_blocks, windows
+from .arch import Blocks, capture_block_inputs, decoder_blocks, windows
 from .calib import Calibration
 from .criteria import Criterion
 from .engine import Report, WindowReport, _Chains, _lr_lambda, _Reconstructor, _set_modules, _Train
+
+if TYPE_CHECKING:
+    from .masked import LoRA
+    from .masks import NM
 
 __all__ = ["Report", "WindowReport", "prune_and_reconstruct", "reconstruct", "retrain"]
 
@@ -199,10 +204,11 @@ def _train_opts(epochs, lr, batch_size, weight_decay, warmup, loss, peft, seed) 
     return _Train(epochs, float(lr), batch_size, float(weight_decay), float(warmup), loss, peft, int(seed))
 
 
-def reconstruct(model: nn.Module, calib: Calibration, masks: dict, *, window="block", inputs: str = "dense",
-                dense: nn.Module | None = None, peft=None, epochs: int = 2, lr: float = 1e-4, batch_size: int = 4,
-                weight_decay: float = 0.0, warmup: float = 0.1, loss: str = "mse",
-                validation: Calibration | None = None, device=None, store="cpu", seed: int = 0,
+def reconstruct(model: nn.Module, calib: Calibration, masks: dict, *, window: str | Blocks = "block",
+                inputs: str = "dense", dense: nn.Module | None = None, peft: LoRA | None = None, epochs: int = 2,
+                lr: float = 1e-4, batch_size: int = 4, weight_decay: float = 0.0, warmup: float = 0.1,
+                loss: str = "mse", validation: Calibration | None = None, device: torch.device | str | None = None,
+                store: torch.device | str = "cpu", seed: int = 0,
                 progress: bool = False) -> Report:
     """Apply ``masks`` and reconstruct the model window by window against the dense model's activations.
 
@@ -246,11 +252,13 @@ def reconstruct(model: nn.Module, calib: Calibration, masks: dict, *, window="bl
 
 
 def prune_and_reconstruct(model: nn.Module, calib: Calibration, *, criterion: str = "wanda",
-                          sparsity: float | None = None, pattern=None, scope: str = "row", window="block",
-                          inputs: str = "dense", propagate: str = "sparse", peft=None, epochs: int = 2,
+                          sparsity: float | None = None, pattern: NM | None = None, scope: str = "row",
+                          window: str | Blocks = "block", inputs: str = "dense", propagate: str = "sparse",
+                          peft: LoRA | None = None, epochs: int = 2,
                           lr: float = 1e-4, batch_size: int = 4, weight_decay: float = 0.0, warmup: float = 0.1,
                           loss: str = "mse", blocksize: int = 128, percdamp: float = 0.01,
-                          validation: Calibration | None = None, device=None, store="cpu", seed: int = 0,
+                          validation: Calibration | None = None, device: torch.device | str | None = None,
+                          store: torch.device | str = "cpu", seed: int = 0,
                           backend: str = "auto", progress: bool = False) -> Report:
     """Prune and reconstruct interleaved, window by window (the paper's pipeline), in place.
 
@@ -265,8 +273,8 @@ def prune_and_reconstruct(model: nn.Module, calib: Calibration, *, criterion: st
                 batch_size=batch_size, validation=validation, device=device, store=store, progress=progress)
 
 
-def retrain(model: nn.Module, calib: Calibration, masks: dict, *, peft=None, epochs: int = 1, lr: float = 1e-4,
-            batch_size: int = 4, weight_decay: float = 0.0, warmup: float = 0.1, seed: int = 0,
+def retrain(model: nn.Module, calib: Calibration, masks: dict, *, peft: LoRA | None = None, epochs: int = 1,
+            lr: float = 1e-4, batch_size: int = 4, weight_decay: float = 0.0, warmup: float = 0.1, seed: int = 0,
             progress: bool = False) -> list[float]:
     """Global retraining with fixed masks: next-token cross-entropy of the whole model (the baseline the paper
     compares local reconstruction with). Embeddings, norms and ``lm_head`` train too (``peft=None``), or only

@@ -47,13 +47,16 @@ and held-out perplexity are in ``model.train_info`` and in the script's docstrin
 from __future__ import annotations
 
 import math
+import os
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from operator import attrgetter
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from numpy.typing import ArrayLike
 from torch import nn
 
 __all__ = [
@@ -130,19 +133,23 @@ class TinyConfig:
 
     @property
     def num_key_value_heads(self) -> int:
+        """Key/value heads (``n_kv_heads``, or ``n_heads`` when None)."""
         return self.n_heads if self.n_kv_heads is None else self.n_kv_heads
 
     @property
     def head_dim(self) -> int:
+        """Channels per head, ``d_model // n_heads``."""
         return self.d_model // self.n_heads
 
     use_cache = False  # a class attribute: there is no KV cache; HF code may read or set it
 
     def to_dict(self) -> dict:
+        """The fields as a plain dict (what checkpoints store)."""
         return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict) -> TinyConfig:
+        """The inverse of :meth:`to_dict`; unknown keys raise ``ValueError``."""
         known = {f.name for f in fields(cls)}
         unknown = set(d) - known
         if unknown:
@@ -370,18 +377,28 @@ class TinyDecoder(nn.Module):
 
     @property
     def device(self) -> torch.device:
+        """The device of the parameters."""
         return next(self.parameters()).device
 
     @property
     def dtype(self) -> torch.dtype:
+        """The dtype of the parameters."""
         return next(self.parameters()).dtype
 
     def num_parameters(self) -> int:
+        """Number of parameter entries."""
         return sum(p.numel() for p in self.parameters())
 
     def forward(self, input_ids: torch.Tensor, labels: torch.Tensor | None = None,
                 position_ids: torch.Tensor | None = None, attention_mask: torch.Tensor | None = None,
-                **kwargs) -> TinyOutput:
+                **kwargs: object) -> TinyOutput:
+        """Logits for ``input_ids`` (B, T) and, with ``labels``, the next-token loss (class docstring).
+
+        Returns
+        -------
+        TinyOutput
+            ``.logits`` of shape (B, T, vocab); ``.loss`` a scalar tensor or None.
+        """
         h = self.model(input_ids, position_ids=position_ids, attention_mask=attention_mask).last_hidden_state
         logits = self.lm_head(h)
         loss = None
@@ -395,10 +412,10 @@ class TinyDecoder(nn.Module):
 # training
 
 
-def train_tiny(config: TinyConfig, ids, steps: int, *, batch_size: int = 32, seqlen: int | None = None,
+def train_tiny(config: TinyConfig, ids: ArrayLike, steps: int, *, batch_size: int = 32, seqlen: int | None = None,
                lr: float = 3e-3, min_lr_ratio: float = 0.1, warmup: int | None = None, weight_decay: float = 0.1,
                betas: tuple[float, float] = (0.9, 0.95), grad_clip: float = 1.0, seed: int = 0,
-               log_every: int = 0, log=print) -> tuple[TinyDecoder, list[float]]:
+               log_every: int = 0, log: Callable[[str], object] = print) -> tuple[TinyDecoder, list[float]]:
     r"""Train a fresh :class:`TinyDecoder` on random windows of a token stream (next-token cross entropy).
 
     Each step draws ``batch_size`` windows of ``seqlen + 1`` tokens at uniformly random offsets of ``ids``
@@ -478,7 +495,7 @@ def train_tiny(config: TinyConfig, ids, steps: int, *, batch_size: int = 32, seq
 # checkpoints
 
 
-def save_tiny(model: TinyDecoder, path, *, info: dict | None = None, half: bool = True) -> None:
+def save_tiny(model: TinyDecoder, path: str | os.PathLike, *, info: dict | None = None, half: bool = True) -> None:
     """Write ``{"format", "config", "state_dict" (fp16 when half), "info"}`` with ``torch.save``.
 
     ``info`` (default ``model.train_info``) must hold only plain Python values (loadable with
@@ -490,7 +507,7 @@ def save_tiny(model: TinyDecoder, path, *, info: dict | None = None, half: bool 
                 "info": dict(model.train_info if info is None else info)}, Path(path))
 
 
-def load_tiny(path=None, *, dtype: torch.dtype = torch.float32):
+def load_tiny(path: str | os.PathLike | None = None, *, dtype: torch.dtype = torch.float32):
     """The shipped byte-level tiny decoder (or the checkpoint at ``path``): ``(model, ByteTokenizer)``.
 
     The model is in eval mode, in ``dtype`` (float32 by default; the file stores fp16), on the CPU, with the

@@ -133,10 +133,12 @@ class BiasSpec:
 
     @property
     def num_heads(self) -> int:
+        """Heads H."""
         return int(self.kernel.shape[0])
 
     @property
     def num_tokens(self) -> int:
+        """Tokens per window, N = Mh*Mw."""
         return self.window[0] * self.window[1]
 
     @property
@@ -174,7 +176,7 @@ def _flat_index(window, grid, offset, device) -> torch.Tensor:
     return dr * gw + dc
 
 
-def bias_spec(module) -> BiasSpec:
+def bias_spec(module: FreqRelPosBias | SwinRelPosBias | BiasSpec) -> BiasSpec:
     r"""The compact :class:`BiasSpec` of a relative position bias module.
 
     A :class:`FreqRelPosBias` gives ``periodic=True`` with kernel ``module.kernel()``; a
@@ -362,7 +364,7 @@ def _restriction(name: str, device: torch.device, needs_grad: bool) -> str:
     return ""
 
 
-def attention_backends(device="cpu", *, needs_grad: bool = False) -> list[str]:
+def attention_backends(device: str | torch.device = "cpu", *, needs_grad: bool = False) -> list[str]:
     r"""The backends of :func:`attention_with_bias` usable for tensors on ``device`` now.
 
     Every backend computes the same :math:`O = \mathrm{softmax}(\mathrm{scale}\, q k^\top + B)\, v`.
@@ -442,7 +444,8 @@ def _scale_of(scale, head_dim: int) -> float:
     return float(scale)
 
 
-def attention_with_bias(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias_spec, *, backend: str = "auto",
+def attention_with_bias(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                        bias_spec: BiasSpec | FreqRelPosBias | SwinRelPosBias | torch.Tensor, *, backend: str = "auto",
                         scale: float | None = None) -> torch.Tensor:
     r"""Multi-head attention with an additive relative position bias.
 

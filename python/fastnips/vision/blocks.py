@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -155,7 +156,8 @@ class GatedAttention(nn.Module):
     torch.Size([3, 64, 16])
     """
 
-    def __init__(self, dim: int, num_heads: int, window, bias=None, bias_kwargs=None):
+    def __init__(self, dim: int, num_heads: int, window: int | tuple[int, int], bias: str | nn.Module | None = None,
+                 bias_kwargs: dict[str, Any] | None = None):
         super().__init__()
         _check_dim_heads("GatedAttention", dim, num_heads)
         self.dim, self.num_heads = int(dim), int(num_heads)
@@ -213,7 +215,7 @@ class GatedAttention(nn.Module):
         x = xw.reshape(B, h // Mh, w // Mw, Mh, Mw, C).permute(0, 1, 3, 2, 4, 5)
         return x.reshape(B, h * w, C)
 
-    def forward(self, x: torch.Tensor, grid=None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, grid: int | tuple[int, int] | None = None) -> torch.Tensor:
         """Gated (windowed) attention of a token sequence.
 
         Parameters
@@ -240,6 +242,7 @@ class GatedAttention(nn.Module):
         return self._unpartition(o, info)
 
     def extra_repr(self) -> str:
+        """The hyperparameters, for ``repr``."""
         return f"dim={self.dim}, num_heads={self.num_heads}, window={self.window}"
 
 
@@ -316,8 +319,9 @@ class DDRBlock(nn.Module):
     torch.Size([3, 16, 16])
     """
 
-    def __init__(self, dim: int, grid, num_heads: int = 1, bias="freq", mlp_ratio: float = 4.0, *,
-                 window=None, branch: str = "both", bias_kwargs=None):
+    def __init__(self, dim: int, grid: int | tuple[int, int], num_heads: int = 1, bias: str | nn.Module | None = "freq",
+                 mlp_ratio: float = 4.0, *, window: int | tuple[int, int] | None = None, branch: str = "both",
+                 bias_kwargs: dict[str, Any] | None = None):
         super().__init__()
         if branch not in _BRANCHES:
             raise ValueError(f"DDRBlock: unknown branch {branch!r}; choose one of {_BRANCHES}")
@@ -398,6 +402,7 @@ class DDRBlock(nn.Module):
         return self
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The block on tokens ``x`` of shape (B, h*w, C); returns the same shape."""
         _check_tokens(x, self.grid, self.dim, "DDRBlock")
         u = self.norm1(x)
         if self.branch == "spectral":
@@ -410,4 +415,5 @@ class DDRBlock(nn.Module):
         return y + self.mlp(self.norm2(y))
 
     def extra_repr(self) -> str:
+        """The hyperparameters, for ``repr``."""
         return f"dim={self.dim}, grid={self.grid}, window={self.window}, branch={self.branch!r}"

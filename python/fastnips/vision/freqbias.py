@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -107,7 +108,7 @@ def _band_for(window, grid, band) -> tuple[int, int]:
     return band
 
 
-def periodic_offset_index(window, grid) -> torch.Tensor:
+def periodic_offset_index(window: int | tuple[int, int], grid: int | tuple[int, int]) -> torch.Tensor:
     r"""Flat kernel index of every token pair of a window, for a kernel of period ``grid``.
 
     .. math:: \mathrm{index}[i, j] = \big((d_h \bmod N_h)\, N_w + (d_w \bmod N_w)\big),
@@ -196,7 +197,7 @@ def _band_mask(grid: tuple[int, int], band: tuple[int, int]) -> np.ndarray:
     return (np.abs(fh)[:, None] <= band[0]) & (np.abs(fw)[None, :] <= band[1])
 
 
-def count_bias_params(kind: str, window, heads: int, **kw) -> int:
+def count_bias_params(kind: str, window: int | tuple[int, int], heads: int, **kw: Any) -> int:
     r"""Number of learnable reals of a relative position bias.
 
     Per head, for a window :math:`M_h\times M_w` and a kernel grid :math:`N_h\times N_w`:
@@ -310,7 +311,8 @@ class FreqRelPosBias(SwinTableAndTransfer, nn.Module):
     (torch.Size([3, 49, 49]), 52)
     """
 
-    def __init__(self, num_heads: int, window, *, grid=None, param: str = "hermitian", band=None, rank: int = 2,
+    def __init__(self, num_heads: int, window: int | tuple[int, int], *, grid: int | tuple[int, int] | None = None,
+                 param: str = "hermitian", band: int | tuple[int, int] | None = None, rank: int = 2,
                  init_std: float = 0.02):
         super().__init__()
         self.num_heads = _positive_int(num_heads, "num_heads")
@@ -453,6 +455,7 @@ class FreqRelPosBias(SwinTableAndTransfer, nn.Module):
         return k[:, self.offset_index]
 
     def extra_repr(self) -> str:
+        """The hyperparameters, for ``repr``."""
         s = f"num_heads={self.num_heads}, window={self.window}, grid={self.grid}, param={self.param!r}"
         if self.band is not None:
             s += f", band={self.band}"

@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import numbers
 from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 import torch
 from torch import nn
@@ -164,10 +165,12 @@ class DDRViT(nn.Module):
     torch.Size([5, 10])
     """
 
-    def __init__(self, img_size=_DEFAULT, patch=_DEFAULT, in_chans=_DEFAULT, num_classes=_DEFAULT, dim=_DEFAULT,
-                 depth=_DEFAULT, num_heads=_DEFAULT, bias=_DEFAULT, config: DDRViTConfig | None = None, *,
-                 mlp_ratio=_DEFAULT, window=_DEFAULT, pos_embed=_DEFAULT, branch=_DEFAULT, bias_kwargs=_DEFAULT,
-                 weight_init=_DEFAULT):
+    def __init__(self, img_size: int = _DEFAULT, patch: int = _DEFAULT, in_chans: int = _DEFAULT,
+                 num_classes: int = _DEFAULT, dim: int = _DEFAULT, depth: int = _DEFAULT, num_heads: int = _DEFAULT,
+                 bias: str | nn.Module | None = _DEFAULT, config: DDRViTConfig | None = None, *,
+                 mlp_ratio: float = _DEFAULT, window: int | tuple[int, int] | None = _DEFAULT,
+                 pos_embed: str = _DEFAULT, branch: str = _DEFAULT, bias_kwargs: dict[str, Any] | None = _DEFAULT,
+                 weight_init: str = _DEFAULT):
         super().__init__()
         if config is None:
             config = DDRViTConfig()
@@ -233,13 +236,13 @@ class DDRViT(nn.Module):
                 nn.init.zeros_(m.bias)
 
     @classmethod
-    def tiny(cls, **overrides) -> DDRViT:
+    def tiny(cls, **overrides: Any) -> DDRViT:
         """dim 32, depth 2, 1 head, freq bias, 28x28 / patch 4 / 10 classes unless overridden
         (digits: ``DDRViT.tiny(img_size=8, patch=2)``)."""
         return cls(config=DDRViTConfig(dim=32, depth=2, num_heads=1), **overrides)
 
     @classmethod
-    def small(cls, **overrides) -> DDRViT:
+    def small(cls, **overrides: Any) -> DDRViT:
         """dim 64, depth 4, 2 heads, freq bias, 28x28 / patch 4 / 10 classes unless overridden."""
         return cls(config=DDRViTConfig(dim=64, depth=4, num_heads=2), **overrides)
 
@@ -249,10 +252,12 @@ class DDRViT(nn.Module):
         return names | {n for n, _ in self.named_parameters() if n.endswith(("gate_spectral", "gate_attention"))}
 
     def reset_classifier(self, num_classes: int) -> None:
+        """Replace the head by a fresh one with ``num_classes`` outputs (0: identity, features)."""
         self.num_classes = int(num_classes)
         self.head = nn.Linear(self.num_features, self.num_classes) if self.num_classes else nn.Identity()
 
     def forward_features(self, x: torch.Tensor) -> torch.Tensor:
+        """Normalised tokens (B, N, dim) of images ``x`` of shape (B, in_chans, img_size, img_size)."""
         cfg = self.config
         want = (cfg.in_chans, cfg.img_size, cfg.img_size)
         if x.dim() != 4 or tuple(x.shape[1:]) != want:
@@ -266,13 +271,16 @@ class DDRViT(nn.Module):
         return self.norm(x)
 
     def forward_head(self, x: torch.Tensor, pre_logits: bool = False) -> torch.Tensor:
+        """Logits (B, num_classes) from tokens (B, N, dim): token mean, then the head (not if ``pre_logits``)."""
         x = x.mean(dim=1)
         return x if pre_logits else self.head(x)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Logits (B, num_classes) of images ``x`` of shape (B, in_chans, img_size, img_size)."""
         return self.forward_head(self.forward_features(x))
 
     def extra_repr(self) -> str:
+        """The configuration, for ``repr``."""
         return ", ".join(f"{f.name}={getattr(self.config, f.name)!r}" for f in fields(self.config))
 
 

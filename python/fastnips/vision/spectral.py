@@ -65,7 +65,7 @@ class SpectralMixer(nn.Module):
     torch.Size([2, 16, 8])
     """
 
-    def __init__(self, dim: int, grid):
+    def __init__(self, dim: int, grid: int | tuple[int, int]):
         super().__init__()
         if not isinstance(dim, numbers.Integral) or dim <= 0:
             raise ValueError(f"SpectralMixer: dim must be a positive int, got {dim!r}")
@@ -75,6 +75,7 @@ class SpectralMixer(nn.Module):
         self.complex_weight = nn.Parameter(torch.randn(h, w // 2 + 1, self.dim, 2) * 0.02)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Mix tokens ``x`` of shape (B, h*w, C) over the grid; returns the same shape and dtype."""
         _check_tokens(x, self.grid, self.dim, "SpectralMixer")
         B, N, C = x.shape
         h, w = self.grid
@@ -86,10 +87,11 @@ class SpectralMixer(nn.Module):
         return z.reshape(B, N, C).to(dtype)
 
     def extra_repr(self) -> str:
+        """The hyperparameters, for ``repr``."""
         return f"dim={self.dim}, grid={self.grid}"
 
 
-def spectral_mix_reference(x: torch.Tensor, complex_weight: torch.Tensor, grid) -> torch.Tensor:
+def spectral_mix_reference(x: torch.Tensor, complex_weight: torch.Tensor, grid: int | tuple[int, int]) -> torch.Tensor:
     r"""Readable oracle for :class:`SpectralMixer`: an explicit circular convolution, no ``torch.fft``.
 
     ``irfft2`` reads its half spectrum as Hermitian: the columns that are their own mirror (``kw = 0`` and,

@@ -26,7 +26,7 @@ from ._args import _pair, _positive_int
 __all__ = ["SwinRelPosBias", "relative_position_index"]
 
 
-def relative_position_index(window) -> torch.Tensor:
+def relative_position_index(window: int | tuple[int, int]) -> torch.Tensor:
     r"""Swin's relative position index, from its formula.
 
     .. math:: \mathrm{index}[i, j] = (d_h + M_h - 1)(2M_w - 1) + (d_w + M_w - 1), \qquad
@@ -96,7 +96,7 @@ class SwinRelPosBias(nn.Module):
     torch.Size([3, 49, 49])
     """
 
-    def __init__(self, num_heads: int, window, *, init_std: float = 0.02):
+    def __init__(self, num_heads: int, window: int | tuple[int, int], *, init_std: float = 0.02):
         super().__init__()
         self.num_heads = _positive_int(num_heads, "num_heads")
         self.window = _pair(window, "window")
@@ -119,9 +119,10 @@ class SwinRelPosBias(nn.Module):
         return b.reshape(n, n, self.num_heads).permute(2, 0, 1).contiguous()
 
     def extra_repr(self) -> str:
+        """The hyperparameters, for ``repr``."""
         return f"num_heads={self.num_heads}, window={self.window}"
 
-    def resize(self, window) -> SwinRelPosBias:
+    def resize(self, window: int | tuple[int, int]) -> SwinRelPosBias:
         """timm-style transfer: bicubic interpolation of the table to another window.
 
         Bicubic ``F.interpolate(align_corners=False)`` of the table on the (2Mh-1)x(2Mw-1) offset grid to
