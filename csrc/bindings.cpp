@@ -19,7 +19,7 @@
 #include "prune/pack.h"
 #include "prune/sparsegpt.h"
 #ifdef FASTNIPS_WITH_CUDA
-#include "cuda/cuda_api.h"
+#include "common/cuda/cuda_api.h"
 #endif
 #ifdef _OPENMP
 #include <omp.h>

@@ -3,7 +3,7 @@
 // X, so every gather of an X row is coalesced, and the row's (index, value) pairs are broadcast.
 #include <cuda_runtime.h>
 
-#include "cuda/cuda_api.h"
+#include "common/cuda/cuda_api.h"
 
 namespace fastnips::cuda {
 namespace {

@@ -18,7 +18,7 @@
 
 #include <cstdint>
 
-#include "cuda/cuda_api.h"
+#include "common/cuda/cuda_api.h"
 
 namespace fastnips::cuda {
 namespace {

@@ -1,5 +1,5 @@
 // Host entry points of the CUDA kernels. This header needs no CUDA headers, so bindings.cpp (a plain
-// C++ TU) can include it; the definitions are in csrc/cuda/*.cu and exist only when FASTNIPS_WITH_CUDA.
+// C++ TU) can include it; the definitions are in csrc/common/cuda/device.cu and csrc/<field>/cuda/*.cu and exist only when FASTNIPS_WITH_CUDA.
 #pragma once
 #include <cstdint>
 #include <string>

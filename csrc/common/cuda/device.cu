@@ -1,6 +1,6 @@
 #include <cuda_runtime.h>
 
-#include "cuda/cuda_api.h"
+#include "common/cuda/cuda_api.h"
 
 namespace fastnips::cuda {
 namespace {
