@@ -1,3 +1,4 @@
+// CUDA device probing for module.cpp (cuda_device_count, cuda_probe_error): asks the runtime, never fails.
 #include <cuda_runtime.h>
 
 #include "common/cuda/cuda_api.h"
