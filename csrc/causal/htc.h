@@ -1,6 +1,6 @@
 // Half-trek criterion (HTC) and edgewise identification (EID) for linear SEMs on mixed graphs.
-// Plain C++17, std only (OpenMP optional): no Python, no pybind11. The binding lives in csrc/bindings.cpp.
-// Needs GCC or Clang (unsigned __int128, __builtin_ctzll).
+// Plain C++17, std only (OpenMP optional): no Python, no pybind11. The binding lives in causal/bind.cpp;
+// htc.cpp lists the internal files of the solvers. Needs GCC or Clang (unsigned __int128, __builtin_ctzll).
 //
 // Semantics follow SEMID 0.4.2 (github.com/Lucaweihs/SEMID) exactly; see shared/notes/htc.md.
 //   * htrFrom(v) (SEMID convention) = {v} ∪ sib(v) ∪ directed descendants of {v} ∪ sib(v).
@@ -42,11 +42,11 @@
 //   Both methods return the same solved set (deterministic vs. one-sided randomized); Y_v may differ.
 //
 // Input: directed = 2*n_dir int32 (tail0, head0, tail1, head1, ...), bidirected = 2*n_bi int32 pairs
-// (either orientation). 0-based ids. The caller validates; these functions re-check cheaply and throw
-// std::invalid_argument on ids out of range, self loops, or duplicate edges (a bidirected pair given as
-// both (i,j) and (j,i) counts as a duplicate), and on an invalid opt.prime. Cyclic directed parts are
-// allowed. Functions are thread-safe (no global state) and deterministic for a fixed (input, opt), also
-// under any number of OpenMP threads.
+// (either orientation). 0-based ids. The caller validates; these functions re-check cheaply and throw a
+// StatusError (common/status.h; a ValueError in Python) on ids out of range, self loops, or duplicate edges
+// (a bidirected pair given as both (i,j) and (j,i) counts as a duplicate), and on an invalid opt.prime.
+// Cyclic directed parts are allowed. Functions are thread-safe (no global state) and deterministic for a
+// fixed (input, opt), also under any number of OpenMP threads.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -60,7 +60,7 @@ struct HtcOptions {
   bool tian = false;    // htc_identify only: Tian-decompose first (SEMID's default htcID)
   uint64_t seed = 0;    // randomized method: seed of the random parameters / null-space screens
   uint64_t prime = 0;   // randomized method: field size p; 0 => 2^61-1 (fast Mersenne arithmetic).
-                        // Any other value must be a prime with 3 <= p < 2^63 (else std::invalid_argument).
+                        // Any other value must be a prime with 3 <= p < 2^63 (else a StatusError).
                         // Small primes are allowed (they only lose solved nodes, never add one).
 };
 

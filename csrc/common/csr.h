@@ -1,10 +1,14 @@
 // CSR helpers shared by the sparse kernels. Plain C++: no Python, no pybind11.
 #pragma once
 #include <cstdint>
+#include <string>
+
+#include "common/status.h"
 
 namespace fastnips {
 
-// Why a CSR structure was refused; bindings.cpp turns it into a ValueError message (csr_message).
+// Why a CSR structure was refused: a record cheap enough to fill inside a kernel's hot loop; csr_error turns
+// it into the op's Status.
 struct CsrStatus {
   enum Kind : int { kOk = 0, kIndptrStart, kIndptrEnd, kIndptrDecreasing, kIndexOutOfRange };
   Kind kind = kOk;
@@ -13,6 +17,24 @@ struct CsrStatus {
   int64_t value = 0;      // the offending indptr entry or column index
   bool ok() const { return kind == kOk; }
 };
+
+// The ValueError for a refused CSR structure (every sparse op; prefix names the matrix, e.g. "L: ").
+inline Status csr_error(const CsrStatus& c, const std::string& prefix = "") {
+  const std::string row = std::to_string(c.row), value = std::to_string(c.value);
+  switch (c.kind) {
+    case CsrStatus::kOk: return {};
+    case CsrStatus::kIndptrStart: return Status::value_error(prefix + "indptr[0] must be 0, got " + value);
+    case CsrStatus::kIndptrEnd:
+      return Status::value_error(prefix + "indptr[-1] must equal len(indices), got " + value);
+    case CsrStatus::kIndptrDecreasing:
+      return Status::value_error(prefix + "indptr must be non-decreasing: indptr[" + std::to_string(c.row + 1) +
+                                 "] = " + value + " < indptr[" + row + "]");
+    case CsrStatus::kIndexOutOfRange:
+      return Status::value_error(prefix + "column index out of range in row " + row + ": indices[" +
+                                 std::to_string(c.position) + "] = " + value);
+  }
+  return Status::value_error(prefix + "unknown error");
+}
 
 // indptr[0] == 0, non-decreasing, indptr[n_rows] == nnz. O(n_rows); column indices are checked by the kernels
 // on the fly (or by check_indices) so they are read once.
@@ -33,6 +55,13 @@ CsrStatus check_indices(int64_t n_rows, int64_t n_cols, const I* indptr, const I
       if (uint64_t(int64_t(indices[p])) >= uint64_t(n_cols))
         return {CsrStatus::kIndexOutOfRange, i, p, int64_t(indices[p])};
   return {};
+}
+
+// check_indptr, then check_indices: the whole structure of an n_rows x n_cols CSR matrix, O(nnz).
+template <typename I>
+CsrStatus check_csr(int64_t n_rows, int64_t n_cols, int64_t nnz, const I* indptr, const I* indices) {
+  const CsrStatus c = check_indptr(n_rows, nnz, indptr);
+  return c.ok() ? check_indices(n_rows, n_cols, indptr, indices) : c;
 }
 
 // First row whose cumulative work (nonzeros before it + rows before it) reaches `target`: splitting rows at

@@ -9,29 +9,9 @@
 #pragma once
 #include <cstdint>
 
-namespace fastnips::graph {
+#include "common/status.h"
 
-// What went wrong; the binding turns it into a ValueError.
-// The first five kinds equal CsrStatus's (common/csr.h), so structure errors convert one to one.
-struct TikhonovStatus {
-  enum Kind : int {
-    kOk = 0,
-    kIndptrStart,           // indptr[0] != 0 (value)
-    kIndptrEnd,             // indptr[n] != nnz (value)
-    kIndptrDecreasing,      // indptr[row + 1] < indptr[row] (value = indptr[row + 1])
-    kIndexOutOfRange,       // indices[position] = value is outside [0, n) in row `row`
-    kNotPositiveDefinite,   // CG met p^T A p <= 0 in `column` at `iteration`: A = p(L) + diag(q) is not SPD
-    kBadArgument,           // a size or option out of range (value names which: see bad_argument_name)
-  };
-  Kind kind = kOk;
-  int64_t row = -1;
-  int64_t position = -1;
-  int64_t value = 0;
-  int64_t column = -1;
-  int64_t iteration = -1;
-  double curvature = 0.0;  // the offending p^T A p for kNotPositiveDefinite
-  bool ok() const { return kind == kOk; }
-};
+namespace fastnips::graph {
 
 // How the Jacobi preconditioner M = diag(p(L)) + diag(q) obtains diag(p(L)).
 //   kExact:     exactly, node by node, from the sparse vectors u_k = T_k(M) e_i, k <= ceil(K/2) (M = L - I):
@@ -62,7 +42,8 @@ struct TikhonovOptions {
 // gradients, one CG per column, with the sparse products and vector updates fused over the block of
 // still-active columns (converged columns leave the block; the block is compacted as it shrinks).
 //   L: n x n CSR (indptr[n+1], indices[nnz], data[nnz]), symmetric with spectrum in [0, 2] (assumed;
-//      a breakdown of CG reports kNotPositiveDefinite). The structure is validated before any work.
+//      a breakdown of CG, p^T A p <= 0, is a ValueError naming the column and iteration). The structure is
+//      validated before any work (a ValueError prefixed "L: ").
 //   cheb[degree + 1]: Chebyshev coefficients of p in t = lambda - 1 (see above).
 //   q[n] > 0, X (n x F, row-major). Y (n x F, row-major) is overwritten with the solution.
 //   iterations[F], residuals[F] (true relative residuals ||b - A y|| / ||b||, recomputed at the end;
@@ -70,14 +51,14 @@ struct TikhonovOptions {
 //   *diagonal_exact (may be null): whether that diagonal is exact (see DiagonalMode).
 // Float32 runs keep the vectors in float32 and accumulate every dot product in double.
 template <typename T, typename I>
-TikhonovStatus tikhonov_solve_cg(int64_t n, int64_t nnz, const I* indptr, const I* indices, const T* data,
-                                 const double* cheb, int64_t degree, const T* q, const T* X, int64_t F,
-                                 const TikhonovOptions& opt, T* Y, int64_t* iterations, double* residuals,
-                                 double* jacobi_diagonal, bool* diagonal_exact);
+Status tikhonov_solve_cg(int64_t n, int64_t nnz, const I* indptr, const I* indices, const T* data,
+                         const double* cheb, int64_t degree, const T* q, const T* X, int64_t F,
+                         const TikhonovOptions& opt, T* Y, int64_t* iterations, double* residuals,
+                         double* jacobi_diagonal, bool* diagonal_exact);
 
 // Y = p(L) V for V (n x F, row-major): the polynomial operator alone (K fused sparse products).
 template <typename T, typename I>
-TikhonovStatus poly_apply(int64_t n, int64_t nnz, const I* indptr, const I* indices, const T* data,
-                          const double* cheb, int64_t degree, const T* V, int64_t F, T* Y, int n_threads);
+Status poly_apply(int64_t n, int64_t nnz, const I* indptr, const I* indices, const T* data, const double* cheb,
+                  int64_t degree, const T* V, int64_t F, T* Y, int n_threads);
 
 }  // namespace fastnips::graph

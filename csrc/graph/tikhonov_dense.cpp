@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #ifdef _OPENMP
@@ -15,14 +16,6 @@
 
 namespace fastnips::graph {
 namespace {
-
-using Status = DenseStatus;
-
-static_assert(int(Status::kIndptrStart) == int(CsrStatus::kIndptrStart) &&
-                  int(Status::kIndptrEnd) == int(CsrStatus::kIndptrEnd) &&
-                  int(Status::kIndptrDecreasing) == int(CsrStatus::kIndptrDecreasing) &&
-                  int(Status::kIndexOutOfRange) == int(CsrStatus::kIndexOutOfRange),
-              "DenseStatus must mirror CsrStatus");
 
 // Below this many flops in all, one thread does the whole batch (an OpenMP team costs more).
 constexpr double kParallelWork = double(1 << 16);
@@ -40,43 +33,49 @@ int thread_count(int n_threads, int64_t n_blocks, double work) {
 #endif
 }
 
+Status bad_offsets(int64_t position, int64_t value) {
+  return Status::value_error("offsets must rise from 0 to n: offsets[" + std::to_string(position) +
+                             "] = " + std::to_string(value));
+}
+
 // offsets: 0 = offsets[0] <= ... <= offsets[n_blocks] = n; order: a permutation of [0, n). Fills pos (the
 // inverse permutation: pos[order[k]] = k).
 Status check_blocks(int64_t n, const int64_t* order, const int64_t* offsets, int64_t n_blocks,
                     std::vector<int64_t>& pos) {
-  Status st;
-  if (offsets[0] != 0) {
-    st.kind = Status::kBadOffsets;
-    st.position = 0;
-    st.value = offsets[0];
-    return st;
-  }
+  if (offsets[0] != 0) return bad_offsets(0, offsets[0]);
   for (int64_t b = 0; b < n_blocks; ++b)
-    if (offsets[b + 1] < offsets[b] || offsets[b + 1] > n) {
-      st.kind = Status::kBadOffsets;
-      st.position = b + 1;
-      st.value = offsets[b + 1];
-      return st;
-    }
-  if (offsets[n_blocks] != n) {
-    st.kind = Status::kBadOffsets;
-    st.position = n_blocks;
-    st.value = offsets[n_blocks];
-    return st;
-  }
+    if (offsets[b + 1] < offsets[b] || offsets[b + 1] > n) return bad_offsets(b + 1, offsets[b + 1]);
+  if (offsets[n_blocks] != n) return bad_offsets(n_blocks, offsets[n_blocks]);
   pos.assign(size_t(n), -1);
   for (int64_t k = 0; k < n; ++k) {
     const int64_t u = order[k];
-    if (u < 0 || u >= n || pos[size_t(u)] != -1) {
-      st.kind = Status::kBadOrder;
-      st.position = k;
-      st.value = u;
-      return st;
-    }
+    if (u < 0 || u >= n || pos[size_t(u)] != -1)
+      return Status::value_error("order must be a permutation of [0, n): order[" + std::to_string(k) + "] = " +
+                                 std::to_string(u) + " is out of range or repeated");
     pos[size_t(u)] = k;
   }
-  return st;
+  return {};
 }
+
+// The graph id of block b in messages.
+int64_t label_of(const int64_t* labels, int64_t b) { return labels ? labels[b] : b; }
+
+Status not_positive_definite(const int64_t* labels, const int64_t* offsets, int64_t b) {
+  return Status::value_error(
+      "p(L) + diag(q) is not positive definite on graph " + std::to_string(label_of(labels, b)) + " (" +
+      std::to_string(offsets[b + 1] - offsets[b]) +
+      " nodes): its dense Cholesky factorisation met a pivot <= 0; L must be symmetric with its spectrum in "
+      "[0, 2] (a normalized Laplacian), q > 0 and p >= 0 on [0, 2]");
+}
+
+Status cross_block(const int64_t* labels, int64_t row, int64_t col, int64_t b, int64_t other) {
+  return Status::value_error("batch does not match L: L[" + std::to_string(row) + ", " + std::to_string(col) +
+                             "] != 0 joins graph " + std::to_string(label_of(labels, b)) + " to graph " +
+                             std::to_string(label_of(labels, other)) +
+                             "; a block-diagonal batch has no edge between two graphs");
+}
+
+const char kBadSize[] = "tikhonov_dense: a size is out of range";
 
 int64_t block_of(const int64_t* offsets, int64_t n_blocks, int64_t k) {
   // the block b with offsets[b] <= k < offsets[b + 1] (skipping empty blocks)
@@ -175,6 +174,31 @@ bool factor_block(int64_t off, int64_t m, const I* indptr, const I* indices, con
   return true;
 }
 
+// Every nonzero L[u, v] must join two nodes of one block. Adds the flops of the factorisation to *work
+// (about m^3 / 3 for the Cholesky plus K (nnz_b + m) m for the polynomial, per block).
+template <typename T, typename I>
+Status check_block_diagonal(const I* indptr, const I* indices, const T* data, int64_t degree, const int64_t* order,
+                            const int64_t* offsets, int64_t n_blocks, const int64_t* labels,
+                            const std::vector<int64_t>& pos, double* work) {
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const int64_t lo = offsets[b], hi = offsets[b + 1];
+    int64_t block_nnz = 0;
+    for (int64_t k = lo; k < hi; ++k) {
+      const int64_t u = order[k];
+      for (int64_t e = indptr[u]; e < int64_t(indptr[u + 1]); ++e) {
+        if (data[e] == T(0)) continue;
+        const int64_t pv = pos[size_t(indices[e])];
+        if (pv < lo || pv >= hi)
+          return cross_block(labels, u, int64_t(indices[e]), b, block_of(offsets, n_blocks, pv));
+        ++block_nnz;
+      }
+    }
+    const double m = double(hi - lo);
+    *work += m * m * m / 3.0 + double(degree) * double(block_nnz + hi - lo) * m;
+  }
+  return {};
+}
+
 }  // namespace
 
 int64_t dense_factor_offsets(const int64_t* offsets, int64_t n_blocks, int64_t* factor_offsets) {
@@ -187,52 +211,19 @@ int64_t dense_factor_offsets(const int64_t* offsets, int64_t n_blocks, int64_t* 
 }
 
 template <typename T, typename I>
-DenseStatus tikhonov_dense_factor(int64_t n, int64_t nnz, const I* indptr, const I* indices, const T* data,
-                                  const double* cheb, int64_t degree, const T* q, const int64_t* order,
-                                  const int64_t* offsets, int64_t n_blocks, const int64_t* factor_offsets,
-                                  T* factors, int n_threads) {
-  Status st;
-  if (n < 0 || nnz < 0 || degree < 0 || n_blocks < 0) {
-    st.kind = Status::kBadArgument;
-    return st;
-  }
-  CsrStatus c = check_indptr(n, nnz, indptr);
-  if (c.ok()) c = check_indices(n, n, indptr, indices);
-  if (!c.ok()) {
-    st.kind = static_cast<Status::Kind>(c.kind);
-    st.row = c.row;
-    st.position = c.position;
-    st.value = c.value;
-    return st;
-  }
+Status tikhonov_dense_factor(int64_t n, int64_t nnz, const I* indptr, const I* indices, const T* data,
+                             const double* cheb, int64_t degree, const T* q, const int64_t* order,
+                             const int64_t* offsets, int64_t n_blocks, const int64_t* labels,
+                             const int64_t* factor_offsets, T* factors, int n_threads) {
+  if (n < 0 || nnz < 0 || degree < 0 || n_blocks < 0) return Status::value_error(kBadSize);
+  Status st = csr_error(check_csr(n, n, nnz, indptr, indices), "L: ");
+  if (!st.ok()) return st;
   std::vector<int64_t> pos;
   st = check_blocks(n, order, offsets, n_blocks, pos);
   if (!st.ok()) return st;
-  // every nonzero L[u, v] must join two nodes of one block
   double work = 0.0;
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const int64_t lo = offsets[b], hi = offsets[b + 1];
-    int64_t block_nnz = 0;
-    for (int64_t k = lo; k < hi; ++k) {
-      const int64_t u = order[k];
-      for (int64_t e = indptr[u]; e < int64_t(indptr[u + 1]); ++e) {
-        if (data[e] == T(0)) continue;
-        const int64_t pv = pos[size_t(indices[e])];
-        if (pv < lo || pv >= hi) {
-          st.kind = Status::kCrossBlock;
-          st.block = b;
-          st.other = block_of(offsets, n_blocks, pv);
-          st.row = u;
-          st.position = e;
-          st.value = int64_t(indices[e]);
-          return st;
-        }
-        ++block_nnz;
-      }
-    }
-    const double m = double(hi - lo);
-    work += m * m * m / 3.0 + double(degree) * double(block_nnz + hi - lo) * m;
-  }
+  st = check_block_diagonal(indptr, indices, data, degree, order, offsets, n_blocks, labels, pos, &work);
+  if (!st.ok()) return st;
 
   const std::vector<int64_t> sched = largest_first(offsets, n_blocks);
   std::vector<unsigned char> failed(size_t(n_blocks), 0);
@@ -255,25 +246,17 @@ DenseStatus tikhonov_dense_factor(int64_t n, int64_t nnz, const I* indptr, const
     }
   }
   for (int64_t b = 0; b < n_blocks; ++b)
-    if (failed[size_t(b)]) {
-      st.kind = Status::kNotPositiveDefinite;
-      st.block = b;
-      return st;
-    }
-  return st;
+    if (failed[size_t(b)]) return not_positive_definite(labels, offsets, b);
+  return {};
 }
 
 template <typename T>
-DenseStatus tikhonov_dense_solve(int64_t n, const int64_t* order, const int64_t* offsets, int64_t n_blocks,
-                                 const int64_t* factor_offsets, const T* factors, const T* scale, const T* B,
-                                 int64_t F, T* Y, int n_threads) {
-  Status st;
-  if (n < 0 || n_blocks < 0 || F < 0) {
-    st.kind = Status::kBadArgument;
-    return st;
-  }
+Status tikhonov_dense_solve(int64_t n, const int64_t* order, const int64_t* offsets, int64_t n_blocks,
+                            const int64_t* factor_offsets, const T* factors, const T* scale, const T* B, int64_t F,
+                            T* Y, int n_threads) {
+  if (n < 0 || n_blocks < 0 || F < 0) return Status::value_error(kBadSize);
   std::vector<int64_t> pos;
-  st = check_blocks(n, order, offsets, n_blocks, pos);
+  const Status st = check_blocks(n, order, offsets, n_blocks, pos);
   if (!st.ok() || n == 0 || F == 0) return st;
   double work = 0.0;
   for (int64_t b = 0; b < n_blocks; ++b) {
@@ -315,18 +298,18 @@ DenseStatus tikhonov_dense_solve(int64_t n, const int64_t* order, const int64_t*
   return st;
 }
 
-#define FASTNIPS_DENSE_INSTANTIATE(T, I)                                                                        \
-  template DenseStatus tikhonov_dense_factor<T, I>(int64_t, int64_t, const I*, const I*, const T*, const double*, \
-                                                   int64_t, const T*, const int64_t*, const int64_t*, int64_t,   \
-                                                   const int64_t*, T*, int);
+#define FASTNIPS_DENSE_INSTANTIATE(T, I)                                                                     \
+  template Status tikhonov_dense_factor<T, I>(int64_t, int64_t, const I*, const I*, const T*, const double*,  \
+                                              int64_t, const T*, const int64_t*, const int64_t*, int64_t,      \
+                                              const int64_t*, const int64_t*, T*, int);
 FASTNIPS_DENSE_INSTANTIATE(float, int32_t)
 FASTNIPS_DENSE_INSTANTIATE(float, int64_t)
 FASTNIPS_DENSE_INSTANTIATE(double, int32_t)
 FASTNIPS_DENSE_INSTANTIATE(double, int64_t)
 #undef FASTNIPS_DENSE_INSTANTIATE
-template DenseStatus tikhonov_dense_solve<float>(int64_t, const int64_t*, const int64_t*, int64_t, const int64_t*,
-                                                 const float*, const float*, const float*, int64_t, float*, int);
-template DenseStatus tikhonov_dense_solve<double>(int64_t, const int64_t*, const int64_t*, int64_t, const int64_t*,
-                                                  const double*, const double*, const double*, int64_t, double*, int);
+template Status tikhonov_dense_solve<float>(int64_t, const int64_t*, const int64_t*, int64_t, const int64_t*,
+                                            const float*, const float*, const float*, int64_t, float*, int);
+template Status tikhonov_dense_solve<double>(int64_t, const int64_t*, const int64_t*, int64_t, const int64_t*,
+                                             const double*, const double*, const double*, int64_t, double*, int);
 
 }  // namespace fastnips::graph

@@ -15,31 +15,9 @@
 #pragma once
 #include <cstdint>
 
-namespace fastnips::graph {
+#include "common/status.h"
 
-// What went wrong; the binding turns it into a ValueError.
-// The first five kinds equal CsrStatus's (common/csr.h), so structure errors convert one to one.
-struct DenseStatus {
-  enum Kind : int {
-    kOk = 0,
-    kIndptrStart,          // indptr[0] != 0 (value)
-    kIndptrEnd,            // indptr[n] != nnz (value)
-    kIndptrDecreasing,     // indptr[row + 1] < indptr[row] (value = indptr[row + 1])
-    kIndexOutOfRange,      // indices[position] = value is outside [0, n) in row `row`
-    kNotPositiveDefinite,  // the Cholesky factorisation of block `block` met a pivot <= 0 (or not finite)
-    kCrossBlock,           // L[row, value] != 0 joins block `block` to block `other`: L is not block-diagonal
-    kBadOrder,             // order is not a permutation of [0, n): order[position] = value repeats or is out of range
-    kBadOffsets,           // offsets are not 0 = offsets[0] <= ... <= offsets[n_blocks] = n: offsets[position] = value
-    kBadArgument,          // a size out of range
-  };
-  Kind kind = kOk;
-  int64_t block = -1;
-  int64_t other = -1;
-  int64_t row = -1;
-  int64_t position = -1;
-  int64_t value = 0;
-  bool ok() const { return kind == kOk; }
-};
+namespace fastnips::graph {
 
 // factor_offsets[b] = sum_{b' < b} m_b'^2 for b = 0..n_blocks (n_blocks + 1 entries); returns the total,
 // the length of the `factors` array. Assumes offsets non-decreasing (checked by the kernels).
@@ -50,20 +28,23 @@ int64_t dense_factor_offsets(const int64_t* offsets, int64_t n_blocks, int64_t* 
 //      nonzero entry joins two nodes of one block; checked, kCrossBlock otherwise). Structure validated first.
 //   cheb[degree + 1]: Chebyshev coefficients of p in t = lambda - 1 (as for tikhonov_solve_cg).
 //   q[n] > 0. order[n], offsets[n_blocks + 1]: the blocks (see above; validated).
+//   labels[n_blocks]: the graph id of each block, for messages (null: the block index).
 //   factor_offsets: from dense_factor_offsets. factors[factor_offsets[n_blocks]] is overwritten: block b's
 //   lower Cholesky factor C_b, column-major m_b x m_b at factors + factor_offsets[b], strict upper part 0.
-// On kNotPositiveDefinite `block` is the first failing block (all blocks are attempted).
+// Every refusal is a ValueError: the structure of L ("L: ..."), the blocks (order, offsets), an entry of L
+// joining two blocks, or a block whose A_b is not positive definite (the first failing one; all blocks are
+// attempted).
 template <typename T, typename I>
-DenseStatus tikhonov_dense_factor(int64_t n, int64_t nnz, const I* indptr, const I* indices, const T* data,
-                                  const double* cheb, int64_t degree, const T* q, const int64_t* order,
-                                  const int64_t* offsets, int64_t n_blocks, const int64_t* factor_offsets,
-                                  T* factors, int n_threads);
+Status tikhonov_dense_factor(int64_t n, int64_t nnz, const I* indptr, const I* indices, const T* data,
+                             const double* cheb, int64_t degree, const T* q, const int64_t* order,
+                             const int64_t* offsets, int64_t n_blocks, const int64_t* labels,
+                             const int64_t* factor_offsets, T* factors, int n_threads);
 
 // Y = A^{-1} (s o B) with the factors of tikhonov_dense_factor, block by block: s = scale (e.g. q, which
 // gives Y = (p(L) + Q)^{-1} Q B) or 1 when scale is null. B, Y: n x F row-major (may not alias).
 template <typename T>
-DenseStatus tikhonov_dense_solve(int64_t n, const int64_t* order, const int64_t* offsets, int64_t n_blocks,
-                                 const int64_t* factor_offsets, const T* factors, const T* scale, const T* B,
-                                 int64_t F, T* Y, int n_threads);
+Status tikhonov_dense_solve(int64_t n, const int64_t* order, const int64_t* offsets, int64_t n_blocks,
+                            const int64_t* factor_offsets, const T* factors, const T* scale, const T* B, int64_t F,
+                            T* Y, int n_threads);
 
 }  // namespace fastnips::graph

@@ -1,9 +1,11 @@
 #include "prune/pack.h"
 
-#include "common/threads.h"
 #include <algorithm>
 #include <atomic>
 #include <limits>
+#include <string>
+
+#include "common/threads.h"
 
 namespace fastnips::prune {
 namespace {
@@ -17,6 +19,8 @@ inline bool nonzero(U bits) {
   return (bits & magnitude) != 0;
 }
 
+constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
+
 // Keep the lowest failing (row, group) across threads: a flat key, atomically minimised.
 inline void record(std::atomic<int64_t>& first, int64_t key) {
   int64_t cur = first.load(std::memory_order_relaxed);
@@ -24,17 +28,30 @@ inline void record(std::atomic<int64_t>& first, int64_t key) {
   }
 }
 
+// fn(r, first) for every row r, the rows split between threads when the matrix is large; fn records the
+// key of a refused row or group into `first`. Returns the lowest key recorded, kNone when none was.
+template <class Fn>
+int64_t for_rows(int64_t rows, int64_t cols, int n_threads, Fn&& fn) {
+  std::atomic<int64_t> first{kNone};
+  const int threads = thread_count(n_threads, rows * cols);
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+  for (int64_t r = 0; r < rows; ++r) fn(r, first);
+  return first.load();
+}
+
+Status bad_offsets(int64_t row, int64_t value) {
+  return Status::value_error("row_offsets disagree with the bitmask or values at row " + std::to_string(row) +
+                             " (value " + std::to_string(value) +
+                             "): they must rise from 0 to len(values), row by row as the popcount of the bitmask");
+}
+
 }  // namespace
 
 template <typename U>
-PackStatus pack_nm(int64_t rows, int64_t cols, int keep, int group, const U* W, U* values, uint8_t* idx,
-                   int n_threads) {
+Status pack_nm(int64_t rows, int64_t cols, int keep, int group, const U* W, U* values, uint8_t* idx, int n_threads) {
   const int64_t n_groups = cols / group;
   const int64_t packed_cols = n_groups * keep;
-  std::atomic<int64_t> first{std::numeric_limits<int64_t>::max()};
-  const int threads = thread_count(n_threads, rows * cols);
-#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
-  for (int64_t r = 0; r < rows; ++r) {
+  const int64_t f = for_rows(rows, cols, n_threads, [&](int64_t r, std::atomic<int64_t>& first) {
     const U* w = W + r * cols;
     U* v = values + r * packed_cols;
     uint8_t* ix = idx + r * packed_cols;
@@ -44,7 +61,7 @@ PackStatus pack_nm(int64_t rows, int64_t cols, int keep, int group, const U* W, 
       for (int j = 0; j < group; ++j) nnz += nonzero(wg[j]);
       if (nnz > keep) {
         record(first, r * n_groups + g);
-        break;
+        return;
       }
       // slots: every nonzero, plus the lowest zero positions up to `keep`, in ascending position order
       int zeros_to_take = keep - nnz, s = 0;
@@ -58,26 +75,23 @@ PackStatus pack_nm(int64_t rows, int64_t cols, int keep, int group, const U* W, 
         }
       }
     }
-  }
-  const int64_t f = first.load();
-  if (f != std::numeric_limits<int64_t>::max()) {
-    const int64_t r = f / n_groups, g = f % n_groups;
-    int nnz = 0;
-    for (int j = 0; j < group; ++j) nnz += nonzero(W[r * cols + g * group + j]);
-    return {PackStatus::kTooManyNonzeros, r, g, nnz};
-  }
-  return {};
+  });
+  if (f == kNone) return {};
+  const int64_t r = f / n_groups, g = f % n_groups;
+  int nnz = 0;
+  for (int j = 0; j < group; ++j) nnz += nonzero(W[r * cols + g * group + j]);
+  return Status::value_error("weight does not follow the N:M pattern (keep " + std::to_string(keep) + " of " +
+                             std::to_string(group) + "): row " + std::to_string(r) + ", group " +
+                             std::to_string(g) + " (columns " + std::to_string(g * group) + ".." +
+                             std::to_string((g + 1) * group - 1) + ") holds " + std::to_string(nnz) + " nonzeros");
 }
 
 template <typename U>
-PackStatus unpack_nm(int64_t rows, int64_t cols, int keep, int group, const U* values, const uint8_t* idx, U* out,
-                     int n_threads) {
+Status unpack_nm(int64_t rows, int64_t cols, int keep, int group, const U* values, const uint8_t* idx, U* out,
+                 int n_threads) {
   const int64_t n_groups = cols / group;
   const int64_t packed_cols = n_groups * keep;
-  std::atomic<int64_t> first{std::numeric_limits<int64_t>::max()};
-  const int threads = thread_count(n_threads, rows * cols);
-#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
-  for (int64_t r = 0; r < rows; ++r) {
+  const int64_t f = for_rows(rows, cols, n_threads, [&](int64_t r, std::atomic<int64_t>& first) {
     U* o = out + r * cols;
     std::fill(o, o + cols, U(0));
     const U* v = values + r * packed_cols;
@@ -94,10 +108,11 @@ PackStatus unpack_nm(int64_t rows, int64_t cols, int keep, int group, const U* v
         o[g * group + j] = v[g * keep + s];
       }
     }
-  }
-  const int64_t f = first.load();
-  if (f != std::numeric_limits<int64_t>::max()) return {PackStatus::kBadIndex, f / n_groups, f % n_groups, 0};
-  return {};
+  });
+  if (f == kNone) return {};
+  return Status::value_error("indices must be strictly increasing positions in [0, " + std::to_string(group) +
+                             ") within each group: row " + std::to_string(f / n_groups) + ", group " +
+                             std::to_string(f % n_groups));
 }
 
 template <typename U>
@@ -138,27 +153,28 @@ void bitmask_fill(int64_t rows, int64_t cols, const U* W, const int64_t* row_off
 }
 
 template <typename U>
-PackStatus bitmask_unpack(int64_t rows, int64_t cols, int64_t nnz, const U* values, const uint8_t* bitmask,
-                          const int64_t* row_offsets, U* out, int n_threads) {
+Status bitmask_unpack(int64_t rows, int64_t cols, int64_t nnz, const U* values, const uint8_t* bitmask,
+                      const int64_t* row_offsets, U* out, int n_threads) {
   const int64_t nbytes = (cols + 7) / 8;
   // the offsets first (serial, O(rows)): every later read is then in bounds
-  if (row_offsets[0] != 0) return {PackStatus::kBadOffsets, 0, -1, row_offsets[0]};
+  if (row_offsets[0] != 0) return bad_offsets(0, row_offsets[0]);
   for (int64_t r = 0; r < rows; ++r)
-    if (row_offsets[r + 1] < row_offsets[r]) return {PackStatus::kBadOffsets, r, -1, row_offsets[r + 1]};
-  if (row_offsets[rows] != nnz) return {PackStatus::kBadOffsets, rows, -1, row_offsets[rows]};
-  std::atomic<int64_t> first{std::numeric_limits<int64_t>::max()};
-  const int threads = thread_count(n_threads, rows * cols);
+    if (row_offsets[r + 1] < row_offsets[r]) return bad_offsets(r, row_offsets[r + 1]);
+  if (row_offsets[rows] != nnz) return bad_offsets(rows, row_offsets[rows]);
   const uint8_t tail = (cols % 8) ? uint8_t(0xFFu << (cols % 8)) : uint8_t(0);
-#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
-  for (int64_t r = 0; r < rows; ++r) {
-    const uint8_t* bm = bitmask + r * nbytes;
+  auto popcount = [&](const uint8_t* bm) {
     int64_t pop = 0;
     for (int64_t b = 0; b < nbytes; ++b) pop += __builtin_popcount(unsigned(bm[b]));
+    return pop;
+  };
+  const int64_t f = for_rows(rows, cols, n_threads, [&](int64_t r, std::atomic<int64_t>& first) {
+    const uint8_t* bm = bitmask + r * nbytes;
+    const int64_t pop = popcount(bm);
     U* o = out + r * cols;
     std::fill(o, o + cols, U(0));
     if (pop != row_offsets[r + 1] - row_offsets[r] || (nbytes && (bm[nbytes - 1] & tail))) {
       record(first, r);
-      continue;
+      return;
     }
     const U* v = values + row_offsets[r];
     for (int64_t b = 0; b < nbytes; ++b) {
@@ -169,25 +185,20 @@ PackStatus bitmask_unpack(int64_t rows, int64_t cols, int64_t nnz, const U* valu
         byte &= byte - 1;
       }
     }
-  }
-  const int64_t f = first.load();
-  if (f != std::numeric_limits<int64_t>::max()) {
-    const uint8_t* bm = bitmask + f * nbytes;
-    int64_t pop = 0;
-    for (int64_t b = 0; b < nbytes; ++b) pop += __builtin_popcount(unsigned(bm[b]));
-    if (nbytes && (bm[nbytes - 1] & tail)) return {PackStatus::kStrayBits, f, -1, 0};
-    return {PackStatus::kBadOffsets, f, -1, pop};
-  }
-  return {};
+  });
+  if (f == kNone) return {};
+  const uint8_t* bm = bitmask + f * nbytes;
+  if (nbytes && (bm[nbytes - 1] & tail))
+    return Status::value_error("bitmask row " + std::to_string(f) + " has bits set past the last column");
+  return bad_offsets(f, popcount(bm));
 }
 
-#define FASTNIPS_INSTANTIATE(U)                                                                                 \
-  template PackStatus pack_nm<U>(int64_t, int64_t, int, int, const U*, U*, uint8_t*, int);                      \
-  template PackStatus unpack_nm<U>(int64_t, int64_t, int, int, const U*, const uint8_t*, U*, int);              \
-  template void bitmask_count<U>(int64_t, int64_t, const U*, int64_t*, int);                                    \
-  template void bitmask_fill<U>(int64_t, int64_t, const U*, const int64_t*, U*, uint8_t*, int);                 \
-  template PackStatus bitmask_unpack<U>(int64_t, int64_t, int64_t, const U*, const uint8_t*, const int64_t*, U*, \
-                                        int);
+#define FASTNIPS_INSTANTIATE(U)                                                                                \
+  template Status pack_nm<U>(int64_t, int64_t, int, int, const U*, U*, uint8_t*, int);                         \
+  template Status unpack_nm<U>(int64_t, int64_t, int, int, const U*, const uint8_t*, U*, int);                 \
+  template void bitmask_count<U>(int64_t, int64_t, const U*, int64_t*, int);                                   \
+  template void bitmask_fill<U>(int64_t, int64_t, const U*, const int64_t*, U*, uint8_t*, int);                \
+  template Status bitmask_unpack<U>(int64_t, int64_t, int64_t, const U*, const uint8_t*, const int64_t*, U*, int);
 FASTNIPS_INSTANTIATE(uint16_t)
 FASTNIPS_INSTANTIATE(uint32_t)
 FASTNIPS_INSTANTIATE(uint64_t)

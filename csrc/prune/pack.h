@@ -8,37 +8,23 @@
 #pragma once
 #include <cstdint>
 
-namespace fastnips::prune {
+#include "common/status.h"
 
-// Why a pack or unpack refused its input; the binding turns it into a ValueError.
-struct PackStatus {
-  enum Kind : int {
-    kOk = 0,
-    kTooManyNonzeros,   // N:M pack: row `row`, group `group` holds `value` nonzeros > keep
-    kBadIndex,          // N:M unpack: row `row`, group `group`: positions not strictly increasing in [0, group)
-    kBadOffsets,        // bitmask unpack: row_offsets[row + 1] - row_offsets[row] != popcount of the row
-                        // (value = the popcount), or row_offsets not rising from 0 to len(values)
-    kStrayBits,         // bitmask unpack: row `row` has bits set past the last column
-  };
-  Kind kind = kOk;
-  int64_t row = -1;
-  int64_t group = -1;
-  int64_t value = 0;
-  bool ok() const { return kind == kOk; }
-};
+namespace fastnips::prune {
 
 // N:M pack of the rows x cols row-major W (cols % group == 0, keep <= group): for every row and group, the
 // positions of its nonzeros, completed by its lowest zero positions to `keep` slots and sorted ascending,
 // go to idx[row, g * keep + s] (uint8, 0..group-1); values[row, g * keep + s] is the entry there (+0 for the
-// completing zeros). A group with more than `keep` nonzeros is refused (the lowest such (row, group)).
+// completing zeros). A group with more than `keep` nonzeros is refused (a ValueError naming the lowest such
+// (row, group) and its count).
 template <typename U>
-PackStatus pack_nm(int64_t rows, int64_t cols, int keep, int group, const U* W, U* values, uint8_t* idx,
-                   int n_threads);
+Status pack_nm(int64_t rows, int64_t cols, int keep, int group, const U* W, U* values, uint8_t* idx, int n_threads);
 
 // Inverse of pack_nm: out (rows x cols, overwritten entirely) is +0 except out[row, g * group + idx] = value.
-// Positions must be strictly increasing within each group and < group (else kBadIndex).
+// Positions must be strictly increasing within each group and < group (else a ValueError naming the lowest
+// bad (row, group)).
 template <typename U>
-PackStatus unpack_nm(int64_t rows, int64_t cols, int keep, int group, const U* values, const uint8_t* idx, U* out,
+Status unpack_nm(int64_t rows, int64_t cols, int keep, int group, const U* values, const uint8_t* idx, U* out,
                      int n_threads);
 
 // Bitmask pack, pass 1: row_offsets[0..rows] (int64) = exclusive prefix sum of the nonzeros per row.
@@ -52,9 +38,10 @@ void bitmask_fill(int64_t rows, int64_t cols, const U* W, const int64_t* row_off
                   int n_threads);
 
 // Bitmask unpack into out (rows x cols, overwritten entirely), after checking that row_offsets rises from
-// 0 to nnz and agrees with the popcount of every row, and that no bit past the last column is set.
+// 0 to nnz and agrees with the popcount of every row, and that no bit past the last column is set (else a
+// ValueError naming the row).
 template <typename U>
-PackStatus bitmask_unpack(int64_t rows, int64_t cols, int64_t nnz, const U* values, const uint8_t* bitmask,
-                          const int64_t* row_offsets, U* out, int n_threads);
+Status bitmask_unpack(int64_t rows, int64_t cols, int64_t nnz, const U* values, const uint8_t* bitmask,
+                      const int64_t* row_offsets, U* out, int n_threads);
 
 }  // namespace fastnips::prune

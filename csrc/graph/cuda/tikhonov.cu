@@ -18,7 +18,9 @@
 
 #include <cstdint>
 
-#include "cuda/cuda_api.h"
+#include "common/cuda/cuda_api.h"
+#include "common/cuda/launch.cuh"
+#include "common/dispatch.h"
 
 namespace fastnips::cuda {
 namespace {
@@ -127,11 +129,13 @@ cudaError_t launch(int64_t n, int64_t nnz, int64_t F, const void* indptr, const 
 
 }  // namespace
 
-std::string tikhonov_cheb_step(int64_t n, int64_t nnz, int64_t F, std::uintptr_t indptr, std::uintptr_t indices,
-                               std::uintptr_t data, std::uintptr_t cur, std::uintptr_t prev, std::uintptr_t next,
-                               std::uintptr_t acc, std::uintptr_t V, std::uintptr_t q, std::uintptr_t dots,
-                               double c0, double ck, bool first, int index_bits, int dtype_bits,
-                               std::uintptr_t stream) {
+namespace {
+
+// The argument checks of tikhonov_cheb_step (see cuda_api.h); "" when they pass.
+const char* cheb_step_argument_error(int64_t n, int64_t nnz, int64_t F, std::uintptr_t indptr,
+                                     std::uintptr_t indices, std::uintptr_t data, std::uintptr_t cur,
+                                     std::uintptr_t prev, std::uintptr_t next, std::uintptr_t acc, std::uintptr_t V,
+                                     std::uintptr_t q, std::uintptr_t dots, bool first) {
   if (n < 0 || nnz < 0 || F < 0) return "negative size";
   if ((n / kRows + 1) > int64_t(0x7fffffff)) return "too many rows for one launch";
   if (!first && prev == 0) return "prev (T_{k-1}) is required after the first stage";
@@ -140,29 +144,26 @@ std::string tikhonov_cheb_step(int64_t n, int64_t nnz, int64_t F, std::uintptr_t
     return "null device pointer";
   if (next != 0 && next == cur) return "next must not alias cur";
   if (acc == cur) return "acc must not alias cur";
-  auto* s = reinterpret_cast<cudaStream_t>(stream);
-  auto* ip = reinterpret_cast<const void*>(indptr);
-  auto* ix = reinterpret_cast<const void*>(indices);
-  auto* d = reinterpret_cast<const void*>(data);
-  auto* cu = reinterpret_cast<const void*>(cur);
-  auto* pv = reinterpret_cast<const void*>(prev);
-  auto* nx = reinterpret_cast<void*>(next);
-  auto* ac = reinterpret_cast<void*>(acc);
-  auto* v = reinterpret_cast<const void*>(V);
-  auto* qq = reinterpret_cast<const void*>(q);
-  auto* dt = reinterpret_cast<double*>(dots);
-  cudaError_t err;
-  if (dtype_bits == 32 && index_bits == 32)
-    err = launch<float, int32_t>(n, nnz, F, ip, ix, d, cu, pv, nx, ac, v, qq, dt, c0, ck, first, s);
-  else if (dtype_bits == 32 && index_bits == 64)
-    err = launch<float, int64_t>(n, nnz, F, ip, ix, d, cu, pv, nx, ac, v, qq, dt, c0, ck, first, s);
-  else if (dtype_bits == 64 && index_bits == 32)
-    err = launch<double, int32_t>(n, nnz, F, ip, ix, d, cu, pv, nx, ac, v, qq, dt, c0, ck, first, s);
-  else if (dtype_bits == 64 && index_bits == 64)
-    err = launch<double, int64_t>(n, nnz, F, ip, ix, d, cu, pv, nx, ac, v, qq, dt, c0, ck, first, s);
-  else
-    return "unsupported dtype/index width";
-  return err == cudaSuccess ? std::string() : std::string(cudaGetErrorString(err));
+  return "";
+}
+
+}  // namespace
+
+Status tikhonov_cheb_step(int64_t n, int64_t nnz, int64_t F, std::uintptr_t indptr, std::uintptr_t indices,
+                          std::uintptr_t data, std::uintptr_t cur, std::uintptr_t prev, std::uintptr_t next,
+                          std::uintptr_t acc, std::uintptr_t V, std::uintptr_t q, std::uintptr_t dots, double c0,
+                          double ck, bool first, int index_bits, int dtype_bits, std::uintptr_t stream) {
+  const char* bad = cheb_step_argument_error(n, nnz, F, indptr, indices, data, cur, prev, next, acc, V, q, dots, first);
+  if (*bad) return Status::runtime_error(bad);
+  auto ptr = [](std::uintptr_t p) { return reinterpret_cast<void*>(p); };
+  cudaError_t err = cudaSuccess;
+  const bool supported = dispatch_widths(dtype_bits, index_bits, [&](auto t, auto i) {
+    err = launch<decltype(t), decltype(i)>(n, nnz, F, ptr(indptr), ptr(indices), ptr(data), ptr(cur), ptr(prev),
+                                           ptr(next), ptr(acc), ptr(V), ptr(q), reinterpret_cast<double*>(dots), c0,
+                                           ck, first, reinterpret_cast<cudaStream_t>(stream));
+  });
+  if (!supported) return Status::runtime_error("unsupported dtype/index width");
+  return launch_status(err);
 }
 
 }  // namespace fastnips::cuda

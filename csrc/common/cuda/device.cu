@@ -1,6 +1,7 @@
+// CUDA device probing for module.cpp (cuda_device_count, cuda_probe_error): asks the runtime, never fails.
 #include <cuda_runtime.h>
 
-#include "cuda/cuda_api.h"
+#include "common/cuda/cuda_api.h"
 
 namespace fastnips::cuda {
 namespace {

@@ -1,0 +1,147 @@
+// Bindings of the causal field: htc_identify, edgewise_identify and htc_identify_many (the HTC solvers of
+// causal/htc.h). Results come back as dicts of numpy arrays and lists, as fastnips.causal reads them.
+#include "causal/htc.h"
+#include "common/bind.h"
+
+namespace fastnips {
+namespace {
+
+using namespace bind;
+namespace fc = causal;
+
+using IntPairs = py::array_t<int32_t, py::array::c_style | py::array::forcecast>;
+
+constexpr uint64_t kMersenne61 = (uint64_t(1) << 61) - 1;
+
+// A (k, 2) array of node ids (an empty 1-D array stands for k = 0); returns k.
+int64_t pair_count(const IntPairs& a, const char* name) {
+  if (!(a.ndim() == 2 && a.shape(1) == 2) && !(a.ndim() == 1 && a.shape(0) == 0))
+    throw py::value_error(std::string(name) + " must have shape (k, 2)");
+  return a.ndim() == 2 ? a.shape(0) : 0;
+}
+
+void check_n(int32_t n) {
+  if (n < 0) throw py::value_error("n must be >= 0");
+}
+
+fc::HtcOptions htc_options(const std::string& method, bool tian, uint64_t seed, uint64_t prime) {
+  fc::HtcOptions opt;
+  if (method == "randomized") opt.method = fc::Method::kRandomized;
+  else if (method == "maxflow") opt.method = fc::Method::kMaxFlow;
+  else throw py::value_error("method must be 'randomized' or 'maxflow', got '" + method + "'");
+  opt.tian = tian;
+  opt.seed = seed;
+  opt.prime = prime == kMersenne61 ? 0 : prime;  // 0 selects the fast Mersenne-61 arithmetic
+  return opt;
+}
+
+py::list nested(const std::vector<std::vector<int32_t>>& vv) {
+  py::list out(vv.size());
+  for (size_t i = 0; i < vv.size(); ++i) out[i] = py::cast(vv[i]);
+  return out;
+}
+
+py::dict htc_dict(const fc::HtcResult& r, bool tian) {
+  py::dict d;
+  d["solved"] = to_numpy(r.solved).attr("astype")("bool");
+  d["order"] = to_numpy(r.order);
+  d["sources"] = nested(r.sources);
+  d["rounds"] = r.rounds;
+  d["tests"] = r.tests;
+  d["level"] = to_numpy(r.level);
+  if (tian) {
+    d["component"] = to_numpy(r.component);
+    py::list comps;
+    for (const auto& c : r.components) {
+      py::dict cd;
+      cd["internal"] = c.internal;
+      cd["incoming"] = c.incoming;
+      cd["top_order"] = c.top_order;
+      comps.append(cd);
+    }
+    d["components"] = comps;
+  }
+  return d;
+}
+
+py::dict htc_identify(int32_t n, const IntPairs& dir, const IntPairs& bi, const std::string& method, bool tian,
+                      uint64_t seed, uint64_t prime) {
+  const int64_t n_dir = pair_count(dir, "directed"), n_bi = pair_count(bi, "bidirected");
+  check_n(n);
+  const auto opt = htc_options(method, tian, seed, prime);
+  fc::HtcResult r;
+  run_released([&] {
+    r = fc::htc_identify(n, dir.data(), n_dir, bi.data(), n_bi, opt);
+    return Status{};
+  });
+  return htc_dict(r, tian);
+}
+
+py::dict edgewise_identify(int32_t n, const IntPairs& dir, const IntPairs& bi, uint64_t seed, uint64_t prime) {
+  const int64_t n_dir = pair_count(dir, "directed"), n_bi = pair_count(bi, "bidirected");
+  check_n(n);
+  const auto opt = htc_options("randomized", false, seed, prime);
+  fc::EdgewiseResult r;
+  run_released([&] {
+    r = fc::edgewise_identify(n, dir.data(), n_dir, bi.data(), n_bi, opt);
+    return Status{};
+  });
+  py::dict d;
+  d["edge_solved"] = to_numpy(r.edge_solved).attr("astype")("bool");
+  d["node_solved"] = to_numpy(r.node_solved).attr("astype")("bool");
+  py::list steps(r.steps.size());
+  for (size_t i = 0; i < r.steps.size(); ++i)
+    steps[i] = py::make_tuple(r.steps[i].node, py::cast(r.steps[i].S), py::cast(r.steps[i].Y));
+  d["steps"] = steps;
+  d["rounds"] = r.rounds;
+  d["tests"] = r.tests;
+  d["edge_step"] = to_numpy(r.edge_step);
+  return d;
+}
+
+py::list htc_identify_many(const py::sequence& graphs, const std::string& method, bool tian, uint64_t seed,
+                           uint64_t prime) {
+  const auto opt = htc_options(method, tian, seed, prime);
+  std::vector<int32_t> ns, dir, bi;
+  std::vector<int64_t> dir_off{0}, bi_off{0};
+  for (const auto& item : graphs) {
+    auto t = item.cast<py::tuple>();
+    if (t.size() != 3) throw py::value_error("each graph must be a tuple (n, directed, bidirected)");
+    const auto n = t[0].cast<int32_t>();
+    check_n(n);
+    const auto d = t[1].cast<IntPairs>();
+    const auto b = t[2].cast<IntPairs>();
+    pair_count(d, "directed");
+    pair_count(b, "bidirected");
+    ns.push_back(n);
+    dir.insert(dir.end(), d.data(), d.data() + d.size());
+    bi.insert(bi.end(), b.data(), b.data() + b.size());
+    dir_off.push_back(int64_t(dir.size() / 2));
+    bi_off.push_back(int64_t(bi.size() / 2));
+  }
+  std::vector<fc::HtcResult> rs;
+  run_released([&] {  // the graphs run in parallel over OpenMP threads
+    rs = fc::htc_identify_many(ns, dir.data(), dir_off.data(), bi.data(), bi_off.data(), opt);
+    return Status{};
+  });
+  py::list out(rs.size());
+  for (size_t i = 0; i < rs.size(); ++i) out[i] = htc_dict(rs[i], tian);
+  return out;
+}
+
+}  // namespace
+
+void bind_causal(py::module_& m) {
+  m.def("htc_identify", &htc_identify, py::arg("n"), py::arg("directed"), py::arg("bidirected"),
+        py::arg("method") = "randomized", py::arg("tian") = false, py::arg("seed") = 0,
+        py::arg("prime") = kMersenne61,
+        "Half-trek criterion fixpoint (plain or per Tian component); see fastnips.causal.htc_identify.");
+  m.def("edgewise_identify", &edgewise_identify, py::arg("n"), py::arg("directed"), py::arg("bidirected"),
+        py::arg("seed") = 0, py::arg("prime") = kMersenne61,
+        "Edgewise identification via maximal good edge sets; see fastnips.causal.edgewise_identify.");
+  m.def("htc_identify_many", &htc_identify_many, py::arg("graphs"), py::arg("method") = "randomized",
+        py::arg("tian") = false, py::arg("seed") = 0, py::arg("prime") = kMersenne61,
+        "htc_identify over a list of (n, directed, bidirected), OpenMP-parallel, GIL released.");
+}
+
+}  // namespace fastnips

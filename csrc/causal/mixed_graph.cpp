@@ -1,0 +1,234 @@
+// The mixed graph of the HTC solvers (mixed_graph.h): validation, CSR adjacency, Tarjan's SCCs and the
+// htrFrom bitsets.
+#include "causal/mixed_graph.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "common/status.h"
+
+namespace fastnips::causal::detail {
+namespace {
+
+bool in_parallel() {
+#ifdef _OPENMP
+  return omp_in_parallel() != 0;
+#else
+  return false;
+#endif
+}
+
+void build_csr(int n, const std::vector<std::pair<i32, i32>>& key_eid, const std::vector<i32>& owner,
+               std::vector<i32>& off, std::vector<i32>& adj, std::vector<i32>& eid) {
+  // key_eid[e] = (neighbor, edge id), owner[e] = node whose list it belongs to
+  off.assign(size_t(n) + 1, 0);
+  for (i32 o : owner) ++off[size_t(o) + 1];
+  for (int v = 0; v < n; ++v) off[v + 1] += off[v];
+  adj.resize(owner.size());
+  eid.resize(owner.size());
+  std::vector<i32> pos(off.begin(), off.end() - 1);
+  for (size_t e = 0; e < owner.size(); ++e) {
+    const i32 p = pos[owner[e]]++;
+    adj[p] = key_eid[e].first;
+    eid[p] = key_eid[e].second;
+  }
+  std::vector<std::pair<i32, i32>> tmp;
+  for (int v = 0; v < n; ++v) {
+    const i32 b = off[v], e = off[v + 1];
+    if (e - b <= 1) continue;
+    bool sorted = true;
+    for (i32 i = b + 1; i < e; ++i) sorted = sorted && adj[i - 1] < adj[i];
+    if (sorted) continue;
+    tmp.clear();
+    for (i32 i = b; i < e; ++i) tmp.emplace_back(adj[i], eid[i]);
+    std::sort(tmp.begin(), tmp.end());
+    for (i32 i = b; i < e; ++i) {
+      adj[i] = tmp[i - b].first;
+      eid[i] = tmp[i - b].second;
+    }
+  }
+}
+
+// Tarjan's SCC, iterative. comp[v] = SCC id; ids are assigned in completion order, which is a reverse
+// topological order of the condensation (an SCC completes after every SCC it reaches).
+int tarjan_scc(const Graph& g, std::vector<i32>& comp) {
+  const int n = g.n;
+  comp.assign(n, -1);
+  std::vector<i32> idx(n, -1), low(n, 0), stk, cs_node, cs_it;
+  std::vector<uint8_t> on(n, 0);
+  stk.reserve(n);
+  int counter = 0, nc = 0;
+  for (int r = 0; r < n; ++r) {
+    if (idx[r] >= 0) continue;
+    cs_node.push_back(r);
+    cs_it.push_back(g.ch_off[r]);
+    idx[r] = low[r] = counter++;
+    stk.push_back(r);
+    on[r] = 1;
+    while (!cs_node.empty()) {
+      const i32 v = cs_node.back();
+      i32& it = cs_it.back();
+      if (it < g.ch_off[v + 1]) {
+        const i32 w = g.ch[it++];
+        if (idx[w] < 0) {
+          idx[w] = low[w] = counter++;
+          stk.push_back(w);
+          on[w] = 1;
+          cs_node.push_back(w);
+          cs_it.push_back(g.ch_off[w]);
+        } else if (on[w]) {
+          low[v] = std::min(low[v], idx[w]);
+        }
+        continue;
+      }
+      if (low[v] == idx[v]) {
+        for (;;) {
+          const i32 w = stk.back();
+          stk.pop_back();
+          on[w] = 0;
+          comp[w] = nc;
+          if (w == v) break;
+        }
+        ++nc;
+      }
+      cs_node.pop_back();
+      cs_it.pop_back();
+      if (!cs_node.empty()) {
+        const i32 u = cs_node.back();
+        low[u] = std::min(low[u], low[v]);
+      }
+    }
+  }
+  return nc;
+}
+
+// Parents, children and siblings of every node as sorted CSR lists with their input edge ids.
+void build_adjacency(Graph& g, const i32* dir, const i32* bi) {
+  const int n = g.n;
+  const i64 nd = g.n_dir, nb = g.n_bi;
+  {
+    std::vector<std::pair<i32, i32>> ke(static_cast<size_t>(nd));
+    std::vector<i32> own(static_cast<size_t>(nd));
+    for (i64 e = 0; e < nd; ++e) {
+      ke[e] = {dir[2 * e], i32(e)};
+      own[e] = dir[2 * e + 1];
+    }
+    build_csr(n, ke, own, g.pa_off, g.pa, g.pa_eid);
+    for (i64 e = 0; e < nd; ++e) {
+      ke[e] = {dir[2 * e + 1], i32(e)};
+      own[e] = dir[2 * e];
+    }
+    build_csr(n, ke, own, g.ch_off, g.ch, g.ch_eid);
+  }
+  std::vector<std::pair<i32, i32>> ke(static_cast<size_t>(2 * nb));
+  std::vector<i32> own(static_cast<size_t>(2 * nb));
+  for (i64 e = 0; e < nb; ++e) {
+    ke[2 * e] = {bi[2 * e + 1], i32(e)};
+    own[2 * e] = bi[2 * e];
+    ke[2 * e + 1] = {bi[2 * e], i32(e)};
+    own[2 * e + 1] = bi[2 * e + 1];
+  }
+  build_csr(n, ke, own, g.sb_off, g.sib, g.sb_eid);
+}
+
+// The members of every SCC (scc_off, scc_mem), from g.scc.
+void group_sccs(Graph& g) {
+  const int n = g.n, nc = g.nscc;
+  g.scc_off.assign(size_t(nc) + 1, 0);
+  g.scc_mem.resize(n);
+  for (int v = 0; v < n; ++v) ++g.scc_off[g.scc[v] + 1];
+  for (int c = 0; c < nc; ++c) g.scc_off[c + 1] += g.scc_off[c];
+  std::vector<i32> pos(g.scc_off.begin(), g.scc_off.end() - 1);
+  for (int v = 0; v < n; ++v) g.scc_mem[pos[g.scc[v]]++] = v;
+}
+
+// htrFrom(v) = De(v) ∪ ⋃_{s in sib(v)} De(s), with De(C) (C an SCC, De includes C) computed as bitsets
+// in reverse topological order of the condensation: O((n + |D| + |B|) n / 64).
+void build_htr(Graph& g, bool par) {
+  (void)par;
+  const int n = g.n, W = g.W;
+  const std::vector<u64> des = scc_closure(g, Along::kChildren, [](i32 x, u64* row) { sb(row, x); });
+FASTNIPS_HTC_OMP(omp parallel for schedule(static) if (par))
+  for (int v = 0; v < n; ++v) {
+    u64* row = g.htr.data() + size_t(v) * W;
+    const u64* dv = des.data() + size_t(g.scc[v]) * W;
+    std::copy(dv, dv + W, row);
+    for (i32 e = g.sb_off[v]; e < g.sb_off[v + 1]; ++e) {
+      const u64* ds = des.data() + size_t(g.scc[g.sib[e]]) * W;
+      for (int w = 0; w < W; ++w) row[w] |= ds[w];
+    }
+  }
+}
+
+}  // namespace
+
+bool use_threads(int64_t n, int64_t n_dir, int64_t n_bi) {
+  return !in_parallel() && n >= 128 && (n + n_dir + n_bi) * n >= (int64_t(1) << 22);
+}
+
+void validate(int n, const i32* dir, i64 nd, const i32* bi, i64 nb) {
+  if (n < 0) refuse("htc: n must be >= 0");
+  if (nd < 0 || nb < 0) refuse("htc: edge counts must be >= 0");
+  if (nd > i64(0x7FFFFFFF) || 2 * nb > i64(0x7FFFFFFF))
+    refuse("htc: too many edges (at most 2^31-1 directed, 2^30-1 bidirected)");
+  if ((nd > 0 && dir == nullptr) || (nb > 0 && bi == nullptr))
+    refuse("htc: null edge buffer");
+  std::vector<u64> keys;
+  keys.reserve(size_t(std::max(nd, nb)));
+  for (i64 e = 0; e < nd; ++e) {
+    const i32 t = dir[2 * e], h = dir[2 * e + 1];
+    if (t < 0 || t >= n || h < 0 || h >= n)
+      refuse("htc: directed edge " + std::to_string(e) + " has a node id out of range");
+    if (t == h) refuse("htc: directed self loop at node " + std::to_string(t));
+    keys.push_back(u64(t) * u64(n) + u64(h));
+  }
+  std::sort(keys.begin(), keys.end());
+  if (std::adjacent_find(keys.begin(), keys.end()) != keys.end())
+    refuse("htc: duplicate directed edge");
+  keys.clear();
+  for (i64 e = 0; e < nb; ++e) {
+    i32 a = bi[2 * e], b = bi[2 * e + 1];
+    if (a < 0 || a >= n || b < 0 || b >= n)
+      refuse("htc: bidirected edge " + std::to_string(e) + " has a node id out of range");
+    if (a == b) refuse("htc: bidirected self loop at node " + std::to_string(a));
+    if (a > b) std::swap(a, b);
+    keys.push_back(u64(a) * u64(n) + u64(b));
+  }
+  std::sort(keys.begin(), keys.end());
+  if (std::adjacent_find(keys.begin(), keys.end()) != keys.end())
+    refuse("htc: duplicate bidirected edge");
+}
+
+Graph build_graph(int n, const i32* dir, i64 nd, const i32* bi, i64 nb, bool par) {
+  Graph g;
+  g.n = n;
+  g.W = (n + 63) / 64;
+  g.n_dir = nd;
+  g.n_bi = nb;
+  build_adjacency(g, dir, bi);
+  const size_t NW = size_t(n) * g.W;
+  g.htr.assign(NW, 0);
+  g.sibm.assign(NW, 0);
+  g.pam.assign(NW, 0);
+  for (int v = 0; v < n; ++v) {
+    for (i32 i = g.sb_off[v]; i < g.sb_off[v + 1]; ++i) sb(g.sibm.data() + size_t(v) * g.W, g.sib[i]);
+    for (i32 i = g.pa_off[v]; i < g.pa_off[v + 1]; ++i) sb(g.pam.data() + size_t(v) * g.W, g.pa[i]);
+  }
+  g.nscc = tarjan_scc(g, g.scc);
+  group_sccs(g);
+  build_htr(g, par);
+  return g;
+}
+
+std::vector<u64> rows_per_node(const Graph& g, const std::vector<u64>& scc_rows) {
+  const int W = g.W;
+  std::vector<u64> out(size_t(g.n) * W);
+  for (int u = 0; u < g.n; ++u) {
+    const u64* t = scc_rows.data() + size_t(g.scc[u]) * W;
+    std::copy(t, t + W, out.data() + size_t(u) * W);
+  }
+  return out;
+}
+
+}  // namespace fastnips::causal::detail

@@ -1,0 +1,79 @@
+// Internal to the HTC solvers: the mixed graph (directed + bidirected edges) as sorted CSR adjacency lists
+// and n x W bitsets (W = ceil(n / 64) words per row), with its strongly connected components and SEMID's
+// htrFrom sets (causal/mixed_graph.cpp). Plain C++17.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "causal/field.h"
+
+namespace fastnips::causal::detail {
+
+inline bool tb(const u64* row, int i) { return (row[i >> 6] >> (i & 63)) & 1u; }
+inline void sb(u64* row, int i) { row[i >> 6] |= u64(1) << (i & 63); }
+
+struct Graph {
+  int n = 0, W = 0;
+  i64 n_dir = 0, n_bi = 0;
+  std::vector<i32> pa_off, pa, pa_eid;  // parents of v, ascending; input edge index
+  std::vector<i32> ch_off, ch, ch_eid;  // children of v, ascending
+  std::vector<i32> sb_off, sib, sb_eid; // siblings of v, ascending; bidirected input index
+  std::vector<u64> htr;   // n*W: SEMID htrFrom(v) = De({v} ∪ sib(v)) (includes v, sib(v))
+  std::vector<u64> sibm;  // n*W: sib(v)
+  std::vector<u64> pam;   // n*W: pa(v)
+  std::vector<i32> scc;   // SCC id per node (Tarjan completion order = reverse topological order)
+  int nscc = 0;
+  std::vector<i32> scc_off, scc_mem;  // members of SCC c: scc_mem[scc_off[c] .. scc_off[c+1])
+  int npa(int v) const { return pa_off[v + 1] - pa_off[v]; }
+  const u64* htr_row(int v) const { return htr.data() + size_t(v) * W; }
+  const u64* sib_row(int v) const { return sibm.data() + size_t(v) * W; }
+  const u64* pa_row(int v) const { return pam.data() + size_t(v) * W; }
+};
+
+// Threads inside one call only when not already inside a parallel region (htc_identify_many) and the
+// work (~ (n + |D|) * n for the matrix M, (n + |D| + |B|) * n / 64 for the graph bitsets) dwarfs the cost of
+// a few parallel regions.
+bool use_threads(int64_t n, int64_t n_dir, int64_t n_bi);
+
+// Refuses (ValueError StatusError) ids out of range, self loops and duplicate edges (a bidirected pair given
+// as both (i,j) and (j,i) counts as a duplicate).
+void validate(int n, const i32* dir, i64 nd, const i32* bi, i64 nb);
+
+// The graph of n nodes, nd directed (tail, head) and nb bidirected pairs (validated); par: may use threads.
+Graph build_graph(int n, const i32* dir, i64 nd, const i32* bi, i64 nb, bool par);
+
+// Which way scc_closure follows the directed edges.
+enum class Along { kChildren, kParents };
+
+// One bitset row per SCC, closed along the directed edges: row(C) = seed of C's members ∪ the rows of the
+// SCCs C' != C of their children (kChildren: descendants) or parents (kParents: ancestors). seed(x, row)
+// ORs node x's own bits into row. SCCs are visited so that every C' comes first (Tarjan ids: the SCCs a
+// node reaches have smaller ids). O((n + |D|) W).
+template <class Seed>
+std::vector<u64> scc_closure(const Graph& g, Along along, Seed&& seed) {
+  const int nc = g.nscc, W = g.W;
+  const bool down = along == Along::kChildren;
+  const std::vector<i32>& off = down ? g.ch_off : g.pa_off;
+  const std::vector<i32>& adj = down ? g.ch : g.pa;
+  std::vector<u64> rows(size_t(nc) * W, 0);
+  for (int k = 0; k < nc; ++k) {
+    const int c = down ? k : nc - 1 - k;
+    u64* t = rows.data() + size_t(c) * W;
+    for (i32 i = g.scc_off[c]; i < g.scc_off[c + 1]; ++i) {
+      const i32 x = g.scc_mem[i];
+      seed(x, t);
+      for (i32 e = off[x]; e < off[x + 1]; ++e) {
+        const i32 cc = g.scc[adj[e]];
+        if (cc == c) continue;
+        const u64* t2 = rows.data() + size_t(cc) * W;
+        for (int w = 0; w < W; ++w) t[w] |= t2[w];
+      }
+    }
+  }
+  return rows;
+}
+
+// Node u's row = the row of its SCC, for every node (n x W).
+std::vector<u64> rows_per_node(const Graph& g, const std::vector<u64>& scc_rows);
+
+}  // namespace fastnips::causal::detail

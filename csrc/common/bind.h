@@ -1,0 +1,172 @@
+// Shared by the bind files (csrc/<field>/bind.cpp, csrc/module.cpp), and only by them: the one place where
+// pybind11 meets the plain C++ of csrc/. Converting and checking arrays, picking the C++ type of a numpy
+// dtype (typed), running a native call with the GIL released and turning its Status into the Python
+// exception (check).
+#pragma once
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "common/csr.h"
+#include "common/dispatch.h"
+#include "common/status.h"
+#ifdef FASTNIPS_WITH_CUDA
+#include "common/cuda/cuda_api.h"  // the CUDA entry points the fields bind
+#endif
+
+namespace fastnips {
+namespace py = pybind11;
+}
+
+namespace fastnips::bind {
+
+using Int64Array = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+
+// ----------------------------------------------------------------------------------------- errors
+
+// The Python exception of a Status (ValueError, TypeError or RuntimeError); nothing when it is ok.
+// `context` goes before the message (e.g. the name of the op).
+inline void check(const Status& st, const std::string& context = "") {
+  switch (st.kind) {
+    case Status::kOk: return;
+    case Status::kValue: throw py::value_error(context + st.message);
+    case Status::kType: throw py::type_error(context + st.message);
+    case Status::kRuntime: break;
+  }
+  throw std::runtime_error(context + st.message);  // pybind11 raises it as RuntimeError
+}
+
+// Runs fn() with the GIL released (pure C++ from there on) and raises its Status: fn returns one, or
+// throws a StatusError.
+template <class Fn>
+void run_released(Fn&& fn, const std::string& context = "") {
+  Status st;
+  {
+    py::gil_scoped_release release;
+    try {
+      st = fn();
+    } catch (const StatusError& e) {
+      st = e.status();
+    }
+  }
+  check(st, context);
+}
+
+// ------------------------------------------------------------------------------------------ types
+
+// Whether `a` holds elements of type T: the exact dtype for float and int types; the element size for the
+// unsigned types of BitsTypes (raw bits of any float format of that width).
+template <typename T>
+bool holds(const py::array& a) {
+  if constexpr (std::is_unsigned_v<T>) {
+    return a.itemsize() == py::ssize_t(sizeof(T));
+  } else {
+    return py::dtype::of<T>().is(a.dtype());
+  }
+}
+
+template <typename T>
+bool is_dtype(const py::array& a) {
+  return py::dtype::of<T>().is(a.dtype());
+}
+
+// fn(T{}) for the type T of the list (FloatTypes, IndexTypes, BitsTypes) that `a` holds; a TypeError with
+// `error` when it holds none. Every T must give fn the same return type.
+template <class List, class Fn>
+auto typed(List list, const py::array& a, const std::string& error, Fn&& fn) {
+  using R = decltype(fn(std::declval<first_type<List>>()));
+  std::optional<R> out;
+  if (!dispatch(list, [&](auto t) { return holds<decltype(t)>(a); }, [&](auto t) { out.emplace(fn(t)); }))
+    throw py::type_error(error);
+  return std::move(*out);
+}
+
+// ----------------------------------------------------------------------------------------- arrays
+
+inline void require_1d_contig(const py::array& a, const char* name) {
+  if (a.ndim() != 1) throw py::value_error(std::string(name) + " must be 1-D, got ndim=" + std::to_string(a.ndim()));
+  if (!(a.flags() & py::array::c_style)) throw py::value_error(std::string(name) + " must be C-contiguous");
+}
+
+inline void require_2d_contig(const py::array& a, const char* name) {
+  if (a.ndim() != 2 || !(a.flags() & py::array::c_style))
+    throw py::value_error(std::string(name) + " must be a C-contiguous 2-D array");
+}
+
+template <typename T>
+const T* ptr(const py::array& a) {
+  return static_cast<const T*>(a.data());
+}
+
+template <typename T>
+T* mutable_ptr(py::array& a) {
+  return static_cast<T*>(a.mutable_data());
+}
+
+template <typename T>
+py::array_t<T> to_numpy(const std::vector<T>& v) {
+  py::array_t<T> a(static_cast<py::ssize_t>(v.size()));
+  std::copy(v.begin(), v.end(), a.mutable_data());
+  return a;
+}
+
+// --------------------------------------------------------------------------------------------- CSR
+
+// The arrays of a CSR matrix handed to a sparse op, and the dense operand that shares its value dtype.
+struct CsrArgs {
+  const py::array& indptr;
+  const py::array& indices;
+  const py::array& data;
+  int64_t n_rows() const { return int64_t(indptr.shape(0)) - 1; }
+  int64_t nnz() const { return int64_t(indices.shape(0)); }
+};
+
+// The checks every sparse op (spmm, the Tikhonov solves) makes before its kernel: indptr, indices and data
+// 1-D and C-contiguous, len(indptr) >= 1, len(indices) == len(data); `operand` (named `name`) a
+// C-contiguous 2-D array with `rows` rows (`rows_error`: the message when not); indptr and indices one
+// integer dtype (int32/int64); data and the operand one float dtype (float32/float64). The structure of
+// indptr (check_indptr) is checked here, a ValueError prefixed with `prefix`; the column indices are
+// checked by the kernels, which read them anyway (spmm on the fly).
+inline void check_csr(const CsrArgs& A, const py::array& operand, const char* name, int64_t rows,
+                      const std::string& rows_error, const std::string& prefix) {
+  require_1d_contig(A.indptr, "indptr");
+  require_1d_contig(A.indices, "indices");
+  require_1d_contig(A.data, "data");
+  require_2d_contig(operand, name);
+  if (A.indptr.shape(0) < 1) throw py::value_error("indptr must have at least one entry");
+  if (A.indices.shape(0) != A.data.shape(0))
+    throw py::value_error("indices and data must have the same length, got " + std::to_string(A.indices.shape(0)) +
+                          " and " + std::to_string(A.data.shape(0)));
+  if (operand.shape(0) != rows) throw py::value_error(rows_error);
+  if (!A.indptr.dtype().is(A.indices.dtype()))
+    throw py::type_error("indptr and indices must share one integer dtype (int32 or int64)");
+  if (!A.data.dtype().is(operand.dtype()))
+    throw py::type_error(std::string("data and ") + name + " must share one dtype (float32 or float64)");
+  if (!(holds<int32_t>(A.indptr) || holds<int64_t>(A.indptr)))
+    throw py::type_error("indptr/indices must be int32 or int64");
+  if (!(holds<float>(A.data) || holds<double>(A.data)))
+    throw py::type_error(std::string("data/") + name + " must be float32 or float64");
+  typed(IndexTypes{}, A.indptr, "", [&](auto i) {
+    using I = decltype(i);
+    check(csr_error(check_indptr(A.n_rows(), A.nnz(), ptr<I>(A.indptr)), prefix));
+    return 0;
+  });
+}
+
+// fn(T{}, I{}) for the value type T of data and the index type I of indptr (after check_csr).
+template <class Fn>
+auto typed_csr(const CsrArgs& A, Fn&& fn) {
+  return typed(IndexTypes{}, A.indptr, "indptr/indices must be int32 or int64", [&](auto i) {
+    return typed(FloatTypes{}, A.data, "data must be float32 or float64", [&](auto t) { return fn(t, i); });
+  });
+}
+
+}  // namespace fastnips::bind
