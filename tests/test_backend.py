@@ -53,3 +53,14 @@ def test_build_info_facts():
     assert info["backends"] == fastnips.available_backends()
     if info["native"]:
         assert "native_version_mismatch" not in info, "stale fastnips._C: rebuild (pip install -e .)"
+
+
+def test_stale_native_build_is_refused_with_the_rebuild_command(monkeypatch):
+    C = _backend.native()
+    if C is None:
+        pytest.skip("fastnips._C is not built")
+    monkeypatch.setattr(C, "__api__", _backend.NATIVE_API - 1)
+    with pytest.raises(ImportError, match=r"stale build .*rebuild it: pip install -e \."):
+        _backend._check_api(C)
+    monkeypatch.undo()
+    _backend._check_api(C)  # the real build matches

@@ -1,6 +1,6 @@
 // Half-trek criterion and edgewise identification: the public entry points of causal/htc.h. See htc.h for
-// the contract and shared/notes/htc.md for the derivations (randomized rank formulation §1.4(1-4),
-// incremental max-flow §1.4(5)).
+// the contract; docs/notes/causal.md and the docstrings of fastnips.causal for the derivations (randomized
+// rank formulation, incremental max-flow).
 //
 // The solvers live in internal files of this folder, one concern each:
 //   field.h/.cpp          integer types, splitmix64/xoshiro256** streams, the prime fields, prime checks

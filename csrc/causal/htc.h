@@ -2,7 +2,7 @@
 // Plain C++17, std only (OpenMP optional): no Python, no pybind11. The binding lives in causal/bind.cpp;
 // htc.cpp lists the internal files of the solvers. Needs GCC or Clang (unsigned __int128, __builtin_ctzll).
 //
-// Semantics follow SEMID 0.4.2 (github.com/Lucaweihs/SEMID) exactly; see shared/notes/htc.md.
+// Semantics follow SEMID 0.4.2 (github.com/Lucaweihs/SEMID) exactly:
 //   * htrFrom(v) (SEMID convention) = {v} ∪ sib(v) ∪ directed descendants of {v} ∪ sib(v).
 //   * Plain HTC = SEMID htcID(g, tianDecompose=FALSE) = graphID.htcID: fixpoint of
 //       S := {parentless};  v joins S when  max-half-trek-system(A_v -> pa(v)) = |pa(v)|,

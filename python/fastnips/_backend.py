@@ -37,13 +37,28 @@ _RUNS_ON = {"reference": ("host", "cuda", "cupy"), "cpp": ("host",), "triton": (
 AUTO_ORDER = ("cuda", "triton", "cupy", "cpp", "reference")
 
 
+# The binding API this Python package expects of fastnips._C: equal to FASTNIPS_NATIVE_API in csrc/module.cpp.
+# Bump both whenever a binding is added or changes its signature.
+NATIVE_API = 2
+REBUILD = "pip install -e . (or pip install .) from the repository root"
+
+
 @cache
 def _native_or_error():
     try:
         from . import _C
     except ImportError as exc:  # a source checkout without a build, or a broken build
         return None, f"the compiled module fastnips._C could not be imported ({exc})"
+    _check_api(_C)
     return _C, ""
+
+
+def _check_api(C) -> None:
+    """Refuse a stale build once, where it is imported, instead of a missing function later."""
+    api = getattr(C, "__api__", None)
+    if api != NATIVE_API:
+        raise ImportError(f"fastnips._C is a stale build (binding API {api}, this fastnips needs {NATIVE_API}); "
+                          f"rebuild it: {REBUILD}")
 
 
 def native():

@@ -1,7 +1,7 @@
 // The fused Chebyshev step of the device Tikhonov solver (fastnips.graph._device, backend "cuda"): one
 // sparse pass of T_{k+1} = 2 (L T_k - T_k) - T_{k-1} with acc += c_{k+1} T_{k+1} in its epilogue, and on
 // the last stage acc += q o V and the float64 dots V . acc (see cuda_api.h for the exact contract).
-// Paper: arXiv 2605.28578 (generalised Tikhonov layer); notes: shared/notes/tikhonov_freqbias_fds.md, A.4/A.6.
+// Paper: arXiv 2605.28578 (generalised Tikhonov layer); the solver is described in fastnips.graph.solve.
 //
 // Layout: a sub-warp of G lanes (G = 4, 8, 16 or 32) per row. Its lanes split into `col_lanes` lanes over
 // consecutive columns (so each gather of a row of T_k is coalesced, as in spmm.cu for k > 1) times
