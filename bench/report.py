@@ -45,11 +45,26 @@ def group_key(g: str):
     return (m.group(1), int(m.group(2)), m.group(3)) if m else (g, 0, "")
 
 
+def parse_args(argv=None):
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python bench/report.py",
+        description="Turn pytest-benchmark JSON files (pytest bench/... --benchmark-json=out.json) into the "
+                    "markdown tables of bench/README.md, printed on stdout.")
+    parser.add_argument("paths", nargs="+", metavar="out.json", help="pytest-benchmark JSON file(s)")
+    return parser.parse_args(argv).paths
+
+
 def main(paths):
     groups = defaultdict(list)
     for p in paths:
-        for g, impl, threads, stats, extra in rows_of(p):
-            groups[g].append((impl, threads, stats, extra))
+        try:
+            for g, impl, threads, stats, extra in rows_of(p):
+                groups[g].append((impl, threads, stats, extra))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
+            sys.exit(f"bench/report.py: {p} is not a readable pytest-benchmark JSON file ({what})")
     for g in sorted(groups, key=group_key):
         rows = groups[g]
         best = {}  # fastest non-memcpy median per thread count: ratios compare like with like
@@ -95,4 +110,4 @@ def slopes(groups, lo: int = 100, hi: int = 1600):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main(parse_args())

@@ -15,8 +15,10 @@ import os
 import sys
 from functools import cache
 
+TORCH_HINT = ("pip install torch (see README: a CPU-only build comes from "
+              "--index-url https://download.pytorch.org/whl/cpu; the CUDA build works too)")
 _INSTALL_HINT = {
-    "torch": "pip install torch==2.13.0 (CPU) or a CUDA build from pytorch.org; see constraints.txt",
+    "torch": TORCH_HINT,
     "triton": "pip install triton==3.7.1 (fastnips[triton])",
     "cupy": "pip install cupy-cuda13x (fastnips[cupy]); it needs a CUDA driver and device",
     "networkx": "pip install networkx (fastnips[graph])",
@@ -48,12 +50,30 @@ def require(name: str):
     return mod
 
 
+def installed(name: str) -> bool:
+    """True when the optional module ``name`` (an import name: ``"torch"``, ``"sklearn"``) imports."""
+    return _try_import(name) is not None
+
+
 def torch():
     return require("torch")
 
 
 def torch_or_none():
     return _try_import("torch")
+
+
+def missing_torch(package: str) -> ModuleNotFoundError | None:
+    """None when torch imports; else the error a torch-only ``package`` raises at its import.
+
+    The guard at the top of ``fastnips.prune``, ``.vision`` and ``.diffusion``::
+
+        if (_missing := _optional.missing_torch(__name__)) is not None:
+            raise _missing
+    """
+    if torch_or_none() is not None:
+        return None
+    return ModuleNotFoundError(f"{package} needs torch, which is not installed: {TORCH_HINT}", name="torch")
 
 
 def cholmod_or_none():

@@ -1,20 +1,78 @@
-"""The ``fastnips`` command: ``fastnips info``, ``fastnips demo`` (and one subcommand per main job)."""
+"""The ``fastnips`` command (also ``python -m fastnips``): ``info``, ``demo`` and one subcommand per main job
+(``htc``, ``prune``).
+
+Expected failures (bad arguments, missing or malformed files, missing optional packages, unavailable backends)
+end in one line on stderr and a non-zero exit status; ``fastnips --debug <command>`` (or ``FASTNIPS_DEBUG=1``)
+shows the traceback instead.
+"""
 
 from __future__ import annotations
 
 import json
 import time
-from functools import partial
 
 import click
 
 from . import __version__
+from ._demo import demo
+
+__all__ = ["main"]
+
+# Failures a user can cause and fix: their message alone is the report.
+EXPECTED = (ValueError, TypeError, ImportError, OSError, KeyError, IndexError, RuntimeError, NotImplementedError)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def one_line(exc: BaseException) -> str:
+    """The first line of the exception's message (its type where expected failures do not name it)."""
+    lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
+    text = lines[0] if lines else type(exc).__name__
+    if len(lines) > 1:
+        text += " [...]"
+    if isinstance(exc, (KeyError, IndexError)) or not isinstance(exc, EXPECTED) or not lines:
+        text = f"{type(exc).__name__}: {text}"
+    if not isinstance(exc, EXPECTED):
+        text += " (rerun with fastnips --debug ... for the traceback)"
+    return text
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so that the interpreter's final flush cannot fail again."""
+    import os
+    import sys
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no real file descriptor (e.g. under CliRunner)
+        pass
+
+
+class FastnipsGroup(click.Group):
+    """A click group that turns any exception of a subcommand into ``Error: <one line>`` and exit status 1,
+    unless ``--debug`` is given."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Abort, click.exceptions.Exit):
+            raise
+        except BrokenPipeError:  # `fastnips demo | head`: the reader left; stop quietly, as cat does
+            _silence_stdout()
+            ctx.exit(1)
+        except Exception as exc:
+            if ctx.params.get("debug"):
+                raise
+            raise click.ClickException(one_line(exc)) from None
+
+
+@click.group(cls=FastnipsGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="fastnips")
-def main() -> None:
+@click.option("--debug", is_flag=True, envvar="FASTNIPS_DEBUG",
+              help="Show the full traceback of a failure instead of one line.")
+@click.pass_context
+def main(ctx: click.Context, debug: bool) -> None:
     """fastnips: fast, tested implementations of NeurIPS 2026 algorithms."""
+    ctx.meta["fastnips.debug"] = debug
 
 
 @main.command()
@@ -38,180 +96,7 @@ def info(as_json: bool) -> None:
         click.echo(f"  {b:<10} {'yes' if not why else 'no: ' + why}")
 
 
-def _median_time(fn, repeats: int) -> float:
-    fn()  # warm-up (first Triton launch compiles)
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    times.sort()
-    return times[len(times) // 2]
-
-
-def demo_spmm(n: int, seed: int) -> list[dict]:
-    """SpMM on every backend present against the scipy reference, on a skewed random graph."""
-    import numpy as np
-
-    from . import _backend
-    from .data import random_csr
-    from .ops import SPMM_BACKENDS, spmm
-
-    A = random_csr(n, n, avg_degree=8, seed=seed, skew=True)
-    X = np.random.default_rng(seed).standard_normal((n, 16))
-    ref = A @ X
-    rows = []
-    for b in SPMM_BACKENDS:
-        why = _backend.why_unavailable(b)
-        if why:
-            rows.append({"task": "spmm", "backend": b, "result": "skipped", "detail": why})
-            continue
-        interpreted = b == "triton" and not _optional_cuda()
-        A_b = A[:200] if interpreted else A  # the CPU interpreter is slow: a row slice
-        ref_b = ref[:200] if interpreted else ref
-        Y = spmm(A_b, X, backend=b)
-        err = float(np.max(np.abs(Y - ref_b)) / max(1.0, float(np.max(np.abs(ref_b)))))
-        t = _median_time(lambda A_b=A_b, b=b: spmm(A_b, X, backend=b), 1 if interpreted else 5)
-        rows.append({
-            "task": "spmm", "backend": b, "result": "agrees" if err < 1e-10 else f"DIFFERS ({err:.1e})",
-            "detail": f"{A_b.shape[0]}x{n}, nnz={A_b.nnz}, k=16: {t * 1e3:.2f} ms, rel.err {err:.1e}"
-                      + (" (interpreter)" if interpreted else ""),
-        })
-    return rows
-
-
-CLASSIC_GRAPHS = {
-    # name: (n, directed, bidirected); all 0-based
-    "instrumental variable": (3, [(0, 1), (1, 2)], [(1, 2)]),
-    "bow": (2, [(0, 1)], [(0, 1)]),
-    "front door": (3, [(0, 1), (1, 2)], [(0, 2)]),
-    "Verma graph": (4, [(0, 1), (0, 2), (1, 2), (2, 3)], [(1, 3)]),
-}
-
-
-def demo_htc(seed: int) -> list[dict]:
-    """HTC on the classic graphs, a large random one and a worst-case chain, on every backend."""
-    from . import _backend
-    from .causal import MixedGraph, edgewise_identify, htc_identify
-    from .causal.generators import instrument_chain, random_mixed_graph
-
-    rows = []
-    backends = [b for b in ("cpp", "reference") if b == "reference" or _backend.backend_available(b)]
-    best = backends[0]
-    for name, (n, d, b) in CLASSIC_GRAPHS.items():
-        g = MixedGraph(n, directed=d, bidirected=b)
-        r = htc_identify(g, backend=best)
-        e = edgewise_identify(g, backend=best)
-        verdict = "identifiable" if r.identifiable else "not HTC-identifiable"
-        rows.append({"task": "htc", "backend": r.backend, "result": verdict,
-                     "detail": f"{name}: edges {r.identified_edges} of {list(g.directed)}; "
-                               f"edgewise {'agrees' if e.identified_edges == r.identified_edges else 'adds edges'}"})
-    big = [("random DAG n=400, avg degree 3", random_mixed_graph(400, p_directed=3 / (2 * 399), seed=seed)),
-           ("random DAG n=200, degree n/4", random_mixed_graph(200, p_directed=1 / 8, seed=seed)),
-           ("instrument chain n=150 (149 rounds)", instrument_chain(150))]
-    for name, g in big:
-        results = {}
-        for b in backends:
-            for method in ("randomized", "maxflow"):
-                run = partial(htc_identify, g, backend=b, method=method, seed=seed)
-                results[(b, method)] = (run(), _median_time(run, 1))
-        first = next(iter(results.values()))[0]
-        agree = all(r.identified_edges == first.identified_edges for r, _ in results.values())
-        times = ", ".join(f"{b}/{m} {t * 1e3:.1f} ms" for (b, m), (_, t) in results.items())
-        rows.append({"task": "htc", "backend": "+".join(backends),
-                     "result": ("agrees" if agree else "DIFFERS") if len(results) > 1 else "ok",
-                     "detail": f"{name}: {len(first.identified_nodes)}/{g.n} nodes identified; {times}"})
-    return rows
-
-
-def demo_tikhonov(seed: int) -> list[dict]:
-    """Train a small TikhonovGNN on BA-motifs for a few seconds; report accuracy and explanation AUROC."""
-    from . import _backend, _optional
-
-    torch = _optional.torch_or_none()
-    if torch is None:
-        return [{"task": "tikhonov", "backend": "-", "result": "skipped", "detail": "torch is not installed"}]
-    import numpy as np
-
-    from .data.graphs import ba_motifs, collate
-    from .graph import TikhonovGNN, explanation_auroc
-
-    torch.manual_seed(seed)
-    samples = ba_motifs(240, permute_nodes=True, features="degree", seed=seed)
-    train, test = samples[:200], samples[200:]
-    model = TikhonovGNN(in_channels=train[0].num_features, hidden_channels=32, out_channels=2, task="graph",
-                        pooling="max")
-    opt = torch.optim.Adam(model.parameters(), lr=0.01)
-    t0 = time.perf_counter()
-    epochs = 0
-    while time.perf_counter() - t0 < 4.0 and epochs < 60:  # a few seconds of training
-        for start in range(0, len(train), 50):
-            x, ei, batch, y = (torch.from_numpy(a) for a in collate(train[start:start + 50]))
-            opt.zero_grad()
-            loss = torch.nn.functional.cross_entropy(model(x, ei, batch), y)
-            loss.backward()
-            opt.step()
-        epochs += 1
-    x, ei, batch, y, mask = collate(test, return_motif_mask=True)
-    with torch.no_grad():
-        pred = model(torch.from_numpy(x), torch.from_numpy(ei), torch.from_numpy(batch)).argmax(1).numpy()
-    acc = float(np.mean(pred == y))
-    auroc = explanation_auroc(model.last_q.numpy(), mask)
-    backend = _backend.resolve("auto", op="tikhonov_solve", supported=("reference", "cpp"), auto=("cpp", "reference"))
-    return [{"task": "tikhonov", "backend": backend,
-             "result": f"acc {acc:.2f}",
-             "detail": f"TikhonovGNN on BA-motifs, degree features ({len(train)} train / {len(test)} test graphs, "
-                       f"{epochs} epochs, {time.perf_counter() - t0:.1f} s): test accuracy {acc:.3f}, "
-                       f"AUROC of q vs motif nodes {auroc:.3f}"}]
-
-
-def demo_prune(seed: int) -> list[dict]:
-    """Prune the shipped tiny decoder to 50 % with Wanda, reconstruct block-wise, report perplexities."""
-    from . import _optional
-
-    if _optional.torch_or_none() is None:
-        return [{"task": "prune", "backend": "-", "result": "skipped", "detail": "torch is not installed"}]
-    from .prune.pipeline import run_pipeline
-
-    s = run_pipeline("tiny", criterion="wanda", sparsity=0.5, window="block", epochs=3, lr=1e-3, calib_n=32,
-                     seqlen=128, eval_n=32, batch_size=8, seed=seed, progress=False, log=lambda *_: None)
-    from . import _backend
-
-    sel = "cpp" if not _backend.why_unavailable("cpp") else "reference"
-    return [{"task": "prune", "backend": f"{sel} (masks) + torch",
-             "result": f"ppl {s['ppl_dense']:.2f}/{s['ppl_pruned']:.2f}/{s['ppl_reconstructed']:.2f}",
-             "detail": f"tiny byte-level decoder, Wanda 50 % per row then block-wise reconstruction "
-                       f"({s['calib_tokens']} calibration tokens, {s['total_s']:.1f} s): held-out perplexity "
-                       f"dense {s['ppl_dense']:.3f} / pruned {s['ppl_pruned']:.3f} / reconstructed "
-                       f"{s['ppl_reconstructed']:.3f}, sparsity {s['sparsity']:.3f}"}]
-
-
-def _optional_cuda() -> bool:
-    from . import _optional
-
-    torch = _optional.torch_or_none()
-    return bool(torch is not None and torch.cuda.is_available())
-
-
-@main.command()
-@click.option("--n", default=100_000, show_default=True, help="Rows of the random SpMM matrix.")
-@click.option("--seed", default=0, show_default=True)
-def demo(n: int, seed: int) -> None:
-    """Run every implemented capability on embedded or generated data and print a results table."""
-    from .diffusion.demo import demo_diffusion
-    from .vision.demo import demo_vision
-
-    rows = (demo_spmm(n, seed) + demo_htc(seed) + demo_tikhonov(seed) + demo_prune(seed) + demo_vision(seed)
-            + demo_diffusion(seed))
-    w_task = max(len(r["task"]) for r in rows)
-    w_b = max(len(r["backend"]) for r in rows)
-    w_r = max(len(r["result"]) for r in rows)
-    click.echo(f"fastnips {__version__} demo")
-    click.echo(f"{'task':<{w_task}}  {'backend':<{w_b}}  {'result':<{w_r}}  detail")
-    for r in rows:
-        click.echo(f"{r['task']:<{w_task}}  {r['backend']:<{w_b}}  {r['result']:<{w_r}}  {r['detail']}")
-    if any(r["result"].startswith("DIFFERS") for r in rows):
-        raise SystemExit(1)
+main.add_command(demo)
 
 
 @main.command()
@@ -222,7 +107,7 @@ def demo(n: int, seed: int) -> None:
               help="Also run FDD's non-identifiability certificate (a max-flow on ~2n^2 nodes).")
 @click.option("--method", type=click.Choice(["randomized", "maxflow"]), default="randomized", show_default=True)
 @click.option("--seed", default=0, show_default=True, help="Seed of the randomized rank test.")
-@click.option("--backend", default="auto", show_default=True, help="auto | cpp | reference")
+@click.option("--backend", type=click.Choice(["auto", "cpp", "reference"]), default="auto", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the report.")
 def htc(path, tian, edgewise, certificate, method, seed, backend, as_json):
     """Generic identifiability of the linear SEM whose mixed graph is in PATH.
@@ -232,10 +117,10 @@ def htc(path, tian, edgewise, certificate, method, seed, backend, as_json):
     """
     from .causal import MixedGraph, edgewise_identify, htc_identify, htc_nonidentifiable
 
-    try:
+    try:  # a malformed file raises a ValueError naming the line: one line on stderr through the group
         g = MixedGraph.from_file(path)
-    except ValueError as exc:
-        raise click.ClickException(str(exc)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise click.ClickException(f"{path}: cannot read it as a text or JSON graph file ({exc})") from None
     report: dict = {"file": str(path), "n": g.n, "directed_edges": g.num_directed,
                     "bidirected_edges": g.num_bidirected}
     runs = [("htc_tian" if tian else "htc",
@@ -275,24 +160,34 @@ def htc(path, tian, edgewise, certificate, method, seed, backend, as_json):
         click.echo(f"\ncertificate: {verdict}")
 
 
+def _clip(items, limit: int = 30) -> str:
+    items = list(items)
+    shown = ", ".join(str(x) for x in items[:limit])
+    return shown + (f", ... ({len(items) - limit} more)" if len(items) > limit else "")
+
+
 @main.command()
 @click.option("--model", "model_name", default="tiny", show_default=True,
               help="smollm2 (needs fastnips[prune]), tiny (the shipped byte-level decoder) or a local HF folder.")
 @click.option("--criterion", type=click.Choice(["magnitude", "wanda", "sparsegpt"]), default="wanda",
               show_default=True)
-@click.option("--sparsity", type=float, default=0.5, show_default=True, help="Unstructured, per row.")
+@click.option("--sparsity", type=click.FloatRange(0.0, 1.0, max_open=True), default=0.5, show_default=True,
+              help="Unstructured, per row.")
 @click.option("--pattern", default="unstructured", show_default=True,
               help="unstructured, or N:M as KEEP:GROUP (2:4 keeps 2 of every 4: NVIDIA's meaning).")
 @click.option("--window", default="block", show_default=True,
               help="Reconstruction window: none, matrix, attn_mlp, block or blocks:K.")
 @click.option("--inputs", type=click.Choice(["dense", "sparse"]), default="dense", show_default=True)
-@click.option("--lora-r", default=0, show_default=True, help="Masked-LoRA rank (0: train all window parameters).")
-@click.option("--epochs", default=2, show_default=True)
-@click.option("--lr", default=1e-4, show_default=True)
-@click.option("--calib-n", default=32, show_default=True, help="Calibration sequences.")
-@click.option("--seqlen", default=128, show_default=True, help="Tokens per sequence (never the model's maximum).")
-@click.option("--eval-n", default=16, show_default=True, help="Held-out sequences for perplexity.")
-@click.option("--batch-size", default=4, show_default=True)
+@click.option("--lora-r", default=0, type=click.IntRange(min=0), show_default=True,
+              help="Masked-LoRA rank (0: train all window parameters).")
+@click.option("--epochs", default=2, type=click.IntRange(min=0), show_default=True)
+@click.option("--lr", default=1e-4, type=click.FloatRange(min=0.0, min_open=True), show_default=True)
+@click.option("--calib-n", default=32, type=click.IntRange(min=1), show_default=True, help="Calibration sequences.")
+@click.option("--seqlen", default=128, type=click.IntRange(min=2), show_default=True,
+              help="Tokens per sequence (never the model's maximum).")
+@click.option("--eval-n", default=16, type=click.IntRange(min=1), show_default=True,
+              help="Held-out sequences for perplexity.")
+@click.option("--batch-size", default=4, type=click.IntRange(min=1), show_default=True)
 @click.option("--seed", default=0, show_default=True)
 @click.option("--no-baseline", is_flag=True, help="Skip the criterion-only run (perplexity before reconstruction).")
 @click.option("--out", type=click.Path(file_okay=False), default=None,
@@ -306,15 +201,11 @@ def prune(model_name, criterion, sparsity, pattern, window, inputs, lora_r, epoc
     """
     from .prune.pipeline import parse_pattern, parse_window, run_pipeline
 
-    try:
-        pat = parse_pattern(pattern)
-        win = parse_window(window)
-        s = run_pipeline(model_name, criterion=criterion, sparsity=sparsity, pattern=pat, window=win, inputs=inputs,
-                         lora_r=lora_r, epochs=epochs, lr=lr, calib_n=calib_n, seqlen=seqlen, eval_n=eval_n,
-                         batch_size=batch_size, seed=seed, baseline=not no_baseline, out=out,
-                         log=(lambda *_: None) if as_json else click.echo)
-    except (ValueError, TypeError, ImportError, FileNotFoundError) as exc:
-        raise click.ClickException(str(exc)) from None
+    # bad options, a missing model folder or package: one line on stderr (the group's handler)
+    s = run_pipeline(model_name, criterion=criterion, sparsity=sparsity, pattern=parse_pattern(pattern),
+                     window=parse_window(window), inputs=inputs, lora_r=lora_r, epochs=epochs, lr=lr, calib_n=calib_n,
+                     seqlen=seqlen, eval_n=eval_n, batch_size=batch_size, seed=seed, baseline=not no_baseline,
+                     out=out, log=(lambda *_: None) if as_json else click.echo)
     if as_json:
         click.echo(json.dumps(s, indent=2))
         return
@@ -327,13 +218,3 @@ def prune(model_name, criterion, sparsity, pattern, window, inputs, lora_r, epoc
                + (f"; peak RSS {s['peak_rss_bytes'] / 2**20:.0f} MiB" if s.get("peak_rss_bytes") else ""))
     if "out" in s:
         click.echo(f"  saved {s['out']}/sparse.safetensors (fastnips.prune.load_sparse), summary.json")
-
-
-def _clip(items, limit: int = 30) -> str:
-    items = list(items)
-    shown = ", ".join(str(x) for x in items[:limit])
-    return shown + (f", ... ({len(items) - limit} more)" if len(items) > limit else "")
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()

@@ -31,6 +31,11 @@ torch.Size([512, 2])
 
 from __future__ import annotations
 
+from .. import _optional
+
+if (_missing := _optional.missing_torch(__name__)) is not None:  # torch-only: say what to install
+    raise _missing
+
 from . import driver_base, drivers, fds, loop, lorenz, metrics, models, samplers, schedules, targets
 from .drivers import Driver, Gaussian, Lorenz, Rademacher, Uniform, make_driver
 from .samplers import (

@@ -8,7 +8,7 @@ import time
 __all__ = ["demo_diffusion"]
 
 
-def demo_diffusion(seed: int, *, n: int = 2000, nfe: int = 6) -> list[dict]:
+def demo_diffusion(seed: int, *, n: int = 2000, nfe: int = 6, values: bool = False) -> list[dict]:
     """Sample ``GMM.grid2d()`` (25 modes, std 0.1) from the same x_T with ``sample_fds`` (time-shuffled Lorenz
     driver, gamma 0.2) and ``sample_heun`` at ``nfe`` model evaluations, on the Karras schedule (0.002, 80, 7).
 
@@ -16,7 +16,8 @@ def demo_diffusion(seed: int, *, n: int = 2000, nfe: int = 6) -> list[dict]:
     and FDS on the Euler base and Euler itself with ``nfe`` steps are two more rows: at this budget the Euler base
     is the one that works (Heun collapses from sigma 80 in 3 steps; see bench/README.md, "Fast-Driver Sampler").
     Metrics: sliced W2 to an exact sample set of the same size (256 directions) and mode TV, each with its
-    exact-vs-exact floor. Returns ``fastnips demo`` table rows.
+    exact-vs-exact floor. Returns ``fastnips demo`` table rows (with a ``"values"`` dict of the numbers when
+    ``values`` is true).
     """
     from .. import _optional
 
@@ -55,8 +56,12 @@ def demo_diffusion(seed: int, *, n: int = 2000, nfe: int = 6) -> list[dict]:
         x = fn()
         dt = time.perf_counter() - t0
         sw, tv = sliced_wasserstein(x, ref), mode_tv(x, gmm)
-        rows.append({"task": task, "backend": f"{native} (driver) + torch" if "fds" in task else "torch",
-                     "result": f"SW {sw:.3f} / TV {tv:.3f}",
-                     "detail": f"2-D GMM, 25 modes, n = {n}, {what}, {dt:.2f} s: sliced W2 {sw:.4f} "
-                               f"(exact floor {floor_sw:.4f}), mode TV {tv:.4f} (floor {floor_tv:.4f})"})
+        row = {"task": task, "backend": f"{native}+torch" if "fds" in task else "torch",
+               "result": f"SW {sw:.3f} / TV {tv:.3f}",
+               "detail": f"2-D GMM, 25 modes, n = {n}, {what}, {dt:.2f} s; floors (exact vs exact samples): "
+                         f"SW {floor_sw:.3f}, TV {floor_tv:.3f}"}
+        if values:
+            row["values"] = {"sw": sw, "tv": tv, "sw_floor": floor_sw, "tv_floor": floor_tv,
+                             "nfe": 2 * steps - 1 if "euler" not in task else nfe}
+        rows.append(row)
     return rows

@@ -26,6 +26,11 @@ Pipeline::
 
 from __future__ import annotations
 
+from .. import _optional
+
+if (_missing := _optional.missing_torch(__name__)) is not None:  # torch-only: say what to install
+    raise _missing
+
 from .arch import Blocks, decoder_blocks, windows
 from .calib import Calibration
 from .checkpoint import FORMAT_VERSION, load_sparse, save_sparse

@@ -22,6 +22,11 @@ Design notes and measurements: docs/notes/vision.md.
 
 from __future__ import annotations
 
+from .. import _optional
+
+if (_missing := _optional.missing_torch(__name__)) is not None:  # torch-only: say what to install
+    raise _missing
+
 from .attention import ATTENTION_BACKENDS, BiasSpec, attention_backends, attention_with_bias, bias_spec
 from .blocks import DDRBlock, GatedAttention
 from .freqbias import PARAMS, FreqRelPosBias, count_bias_params, periodic_offset_index
