@@ -1,0 +1,75 @@
+"""Generic identifiability of linear structural equation models with latent confounding (``fastnips.causal``).
+
+1. The instrumental-variable graph 0 -> 1 -> 2 with 1 <-> 2: the half-trek criterion (HTC) identifies both
+   edges, and the identifier recovers the true coefficients from the model's covariance matrix.
+2. A batch of random mixed graphs (10 nodes, expected degree 4.5): the share of graphs and of directed edges
+   each criterion proves identifiable (HTC, HTC per Tian c-component, edgewise; higher is stronger) and the
+   run time per graph of the native (C++) batch call against the pure-Python reference.
+3. A large instance: the 60-node instrument chain, solved one node per fixpoint round.
+
+Run: ``python examples/htc.py`` (numpy only; a few seconds). Seeded: the numbers repeat.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from fastnips.causal import MixedGraph, edgewise_identify, htc_identify, htc_identify_many
+from fastnips.causal.generators import instrument_chain, random_mixed_graph
+
+
+def iv_example() -> None:
+    g = MixedGraph(3, directed=[(0, 1), (1, 2)], bidirected=[(1, 2)])
+    r = htc_identify(g)
+    print(f"IV graph {g.directed} + <-> {g.bidirected}: identifiable {r.identifiable}, "
+          f"edges {r.identified_edges}")
+    Lam0 = np.array([[0, 0.8, 0], [0, 0, -0.5], [0, 0, 0]])
+    Om0 = np.array([[1, 0, 0], [0, 1, 0.3], [0, 0.3, 1]])
+    B = np.linalg.inv(np.eye(3) - Lam0)
+    Sigma = B.T @ Om0 @ B  # the covariance matrix of the model at (Lam0, Om0)
+    Lam, Om = r.identifier(Sigma)
+    print(f"  recovered lambda_01 = {Lam[0, 1]:.4f} (true 0.8), lambda_12 = {Lam[1, 2]:.4f} (true -0.5), "
+          f"omega_12 = {Om[1, 2]:.4f} (true 0.3)")
+    print("  plain regression of X2 on X1 would give", f"{Sigma[1, 2] / Sigma[1, 1]:.4f}",
+          "(biased by the confounder)")
+
+
+def batch_example(count: int = 1000, n: int = 10) -> None:
+    graphs = [random_mixed_graph(n, p_directed=0.25, seed=s) for s in range(count)]  # degree (n - 1) / 2
+    share = lambda rs: 100.0 * np.mean([r.identifiable for r in rs])
+    edges = lambda rs: 100.0 * sum(int(r.edge_solved.sum()) for r in rs) / sum(r.graph.num_directed for r in rs)
+    t = time.perf_counter()
+    htc = htc_identify_many(graphs)
+    t_cpp = time.perf_counter() - t
+    tian = htc_identify_many(graphs, tian=True)
+    edge = [edgewise_identify(g) for g in graphs]
+    t = time.perf_counter()
+    ref = [htc_identify(g, backend="reference") for g in graphs[:100]]
+    t_ref = (time.perf_counter() - t) / 100
+    assert [r.identifiable for r in ref] == [r.identifiable for r in htc[:100]]
+    print(f"{count} random acyclic mixed graphs, n={n}, edge probability 0.25 (directed and bidirected):")
+    print(f"  {'criterion':<24} {'graphs identified':>18} {'edges identified':>17}  (higher = stronger)")
+    for name, rs in (("HTC", htc), ("HTC per Tian component", tian), ("edgewise", edge)):
+        print(f"  {name:<24} {share(rs):>17.1f}% {edges(rs):>16.1f}%")
+    print(f"  time per graph: C++ batch {1e6 * t_cpp / count:.1f} us, pure-Python reference {1e6 * t_ref:.1f} us")
+
+
+def chain_example(n: int = 60) -> None:
+    g = instrument_chain(n)
+    t = time.perf_counter()
+    r = htc_identify(g, method="maxflow")
+    ms = 1e3 * (time.perf_counter() - t)
+    print(f"instrument chain, n={n} ({g.num_directed} directed, {g.num_bidirected} bidirected edges): "
+          f"identifiable {r.identifiable} in {r.rounds} rounds, {r.tests} max-flow tests, {ms:.1f} ms")
+
+
+def main() -> None:
+    iv_example()
+    batch_example()
+    chain_example()
+
+
+if __name__ == "__main__":
+    main()
