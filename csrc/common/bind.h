@@ -18,6 +18,7 @@
 #include "common/csr.h"
 #include "common/dispatch.h"
 #include "common/status.h"
+#include "common/threads.h"
 #ifdef FASTNIPS_WITH_CUDA
 #include "common/cuda/cuda_api.h"  // the CUDA entry points the fields bind
 #endif
@@ -58,6 +59,23 @@ void run_released(Fn&& fn, const std::string& context = "") {
     }
   }
   check(st, context);
+}
+
+// ---------------------------------------------------------------------------------------- threads
+
+// The most threads an `n_threads` argument may ask for: more is taken for a mistake (libgomp cannot create
+// 100,000 threads; it fails or exhausts the stack and address space, ending the process).
+constexpr int64_t kMaxThreads = 1024;
+
+// The thread count a kernel gets for the `n_threads` argument of every binding: 0 stays 0 (OpenMP's
+// default), 1..kMaxThreads is capped at the hardware threads (more only oversubscribes), anything else is a
+// ValueError naming n_threads. Every binding taking n_threads calls this before any work.
+inline int checked_threads(int64_t n_threads) {
+  if (n_threads < 0 || n_threads > kMaxThreads)
+    throw py::value_error("n_threads must lie in [0, " + std::to_string(kMaxThreads) +
+                          "] (0: OpenMP's default; more than the hardware threads are capped), got " +
+                          std::to_string(n_threads));
+  return int(std::min<int64_t>(n_threads, std::max(hardware_threads(), 1)));
 }
 
 // ------------------------------------------------------------------------------------------ types
