@@ -176,3 +176,73 @@ def test_huge_thread_count_does_not_kill_the_process():
         print("survived")
     """)
     assert_survived(r, "survived")
+
+
+# ------------------------------------------------------------------------------------ dtypes, objects
+
+
+def test_object_arrays_are_refused_by_pack_and_unpack():
+    r = run_python("""
+        import gc
+        import numpy as np
+        from fastnips import _C
+        obj = np.array([[object(), object(), object(), object()]], dtype=object)
+        calls = [
+            ("weight", lambda: _C.prune_pack_bitmask(obj)),
+            ("weight", lambda: _C.prune_pack_nm(obj, 2, 4)),
+            ("values", lambda: _C.prune_unpack_nm(obj[:, :2], np.zeros((1, 2), np.uint8), 4, 2, 4)),
+            ("values", lambda: _C.prune_unpack_bitmask(obj[0], np.full((1, 1), 15, np.uint8),
+                                                       np.array([0, 4]), 4)),
+        ]
+        for name, call in calls:
+            try:
+                call()
+            except TypeError as e:
+                assert str(e).startswith(name) and "non-numeric dtype object" in str(e), e
+            else:
+                raise SystemExit("accepted an object array")
+        del obj, calls
+        gc.collect()
+        print("refused")
+    """)
+    assert_survived(r, "refused")
+
+
+@pytest.mark.parametrize("dtype", ["U2", "S8", "M8[s]", "m8[s]", "V8"])
+def test_non_numeric_arrays_are_refused(dtype):
+    a = np.zeros((2, 4), dtype=dtype)
+    with pytest.raises(TypeError, match="weight must be a numeric array"):
+        native().prune_pack_bitmask(a)
+
+
+def test_big_endian_arrays_are_refused_by_the_binding_with_the_byte_order():
+    C = native()
+    A = sp.random(30, 20, density=0.3, format="csr", random_state=0)
+    X = np.ones((20, 2))
+    with pytest.raises(TypeError, match=r"indices must be .*byte order; got >i4"):
+        C.spmm_csr(A.indptr, A.indices.astype(">i4"), A.data, X, 20)
+    with pytest.raises(TypeError, match=r"data must be .*byte order; got >f8"):
+        C.spmm_csr(A.indptr, A.indices, A.data.astype(">f8"), X, 20)
+    with pytest.raises(TypeError, match=r"scores must be float32 or float64.*>f4, not in the native byte order"):
+        C.prune_select_mask(np.ones((4, 8), dtype=">f4"), "row", 2)
+
+
+def test_packing_moves_big_endian_bits_unchanged():
+    C = native()
+    W = np.where(np.random.default_rng(0).random((8, 16)) < 0.5, 0, np.arange(128.0).reshape(8, 16)).astype(">f4")
+    values, bitmask, offsets = C.prune_pack_bitmask(W)
+    back = C.prune_unpack_bitmask(values, bitmask, offsets, 16)
+    assert back.dtype == W.dtype
+    np.testing.assert_array_equal(back, W)
+
+
+@pytest.mark.parametrize("backend", ["cpp", "reference"])
+def test_spmm_accepts_big_endian_arrays(backend):
+    from fastnips.ops import spmm
+    A = sp.random(40, 30, density=0.2, format="csr", random_state=0)
+    X = np.random.default_rng(0).standard_normal((30, 3))
+    Ab = sp.csr_matrix((A.data.astype(">f8"), A.indices.astype(">i4"), A.indptr.astype(">i8")), shape=A.shape)
+    want = A @ X
+    np.testing.assert_allclose(spmm(Ab, X.astype(">f8"), backend=backend), want, rtol=1e-12)
+    got = spmm(A.indptr.astype(">i4"), A.indices.astype(">i4"), A.data.astype(">f4"), X, backend=backend)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -80,12 +80,36 @@ inline int checked_threads(int64_t n_threads) {
 
 // ------------------------------------------------------------------------------------------ types
 
-// Whether `a` holds elements of type T: the exact dtype for float and int types; the element size for the
-// unsigned types of BitsTypes (raw bits of any float format of that width).
+// The dtype of `a` as numpy writes it ('float64', '>i4', 'object'), for messages.
+inline std::string dtype_str(const py::array& a) { return py::str(a.dtype()).cast<std::string>(); }
+
+// Whether `a` holds numbers (numpy kinds b, i, u, f, c): never objects (pointers with references), strings,
+// datetimes or structured records, which no kernel may copy as raw bits.
+inline bool is_numeric(const py::array& a) {
+  const char k = a.dtype().kind();
+  return k == 'b' || k == 'i' || k == 'u' || k == 'f' || k == 'c';
+}
+
+// Whether `a`'s elements are in the machine's byte order ('>i4' on a little-endian machine is not).
+inline bool native_order(const py::array& a) { return a.dtype().attr("isnative").cast<bool>(); }
+
+// `error` with the reason an array of the right type was refused: a non-native byte order or a non-numeric
+// dtype (named), so that the message does not blame the element type alone.
+inline std::string dtype_error(const py::array& a, const std::string& error) {
+  if (!is_numeric(a)) return error + "; got the non-numeric dtype " + dtype_str(a);
+  if (!native_order(a))
+    return error + "; got " + dtype_str(a) + ", not in the native byte order: convert with " +
+           "a.astype(a.dtype.newbyteorder('='))";
+  return error;
+}
+
+// Whether `a` holds elements of type T: the exact dtype (native byte order) for float and int types; the
+// element size for the unsigned types of BitsTypes (raw bits of any numeric format of that width, never
+// objects: copying their pointers without references frees them twice).
 template <typename T>
 bool holds(const py::array& a) {
   if constexpr (std::is_unsigned_v<T>) {
-    return a.itemsize() == py::ssize_t(sizeof(T));
+    return a.itemsize() == py::ssize_t(sizeof(T)) && is_numeric(a);
   } else {
     return py::dtype::of<T>().is(a.dtype());
   }
@@ -103,7 +127,7 @@ auto typed(List list, const py::array& a, const std::string& error, Fn&& fn) {
   using R = decltype(fn(std::declval<first_type<List>>()));
   std::optional<R> out;
   if (!dispatch(list, [&](auto t) { return holds<decltype(t)>(a); }, [&](auto t) { out.emplace(fn(t)); }))
-    throw py::type_error(error);
+    throw py::type_error(dtype_error(a, error));
   return std::move(*out);
 }
 
@@ -112,6 +136,13 @@ auto typed(List list, const py::array& a, const std::string& error, Fn&& fn) {
 inline void require_1d_contig(const py::array& a, const char* name) {
   if (a.ndim() != 1) throw py::value_error(std::string(name) + " must be 1-D, got ndim=" + std::to_string(a.ndim()));
   if (!(a.flags() & py::array::c_style)) throw py::value_error(std::string(name) + " must be C-contiguous");
+}
+
+// A TypeError naming `name` unless `a` holds numbers in the machine's byte order (the element type is checked
+// by the caller).
+inline void require_native(const py::array& a, const std::string& name) {
+  if (!is_numeric(a) || !native_order(a))
+    throw py::type_error(dtype_error(a, name + " must be a numeric array in the machine's byte order"));
 }
 
 inline void require_2d_contig(const py::array& a, const char* name) {
@@ -150,7 +181,8 @@ struct CsrArgs {
 // The checks every sparse op (spmm, the Tikhonov solves) makes before its kernel: indptr, indices and data
 // 1-D and C-contiguous, len(indptr) >= 1, len(indices) == len(data); `operand` (named `name`) a
 // C-contiguous 2-D array with `rows` rows (`rows_error`: the message when not); indptr and indices one
-// integer dtype (int32/int64); data and the operand one float dtype (float32/float64). The structure of
+// integer dtype (int32/int64); data and the operand one float dtype (float32/float64); all four numeric in the
+// machine's byte order (a big-endian array is refused by name, not as the wrong type). The structure of
 // indptr (check_indptr) is checked here, a ValueError prefixed with `prefix`; the column indices are
 // checked by the kernels, which read them anyway (spmm on the fly).
 inline void check_csr(const CsrArgs& A, const py::array& operand, const char* name, int64_t rows,
@@ -164,6 +196,10 @@ inline void check_csr(const CsrArgs& A, const py::array& operand, const char* na
     throw py::value_error("indices and data must have the same length, got " + std::to_string(A.indices.shape(0)) +
                           " and " + std::to_string(A.data.shape(0)));
   if (operand.shape(0) != rows) throw py::value_error(rows_error);
+  require_native(A.indptr, "indptr");
+  require_native(A.indices, "indices");
+  require_native(A.data, "data");
+  require_native(operand, name);
   if (!A.indptr.dtype().is(A.indices.dtype()))
     throw py::type_error("indptr and indices must share one integer dtype (int32 or int64)");
   if (!A.data.dtype().is(operand.dtype()))

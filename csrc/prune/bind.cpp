@@ -169,10 +169,12 @@ py::tuple prune_sparsegpt_sweep(py::array W, const py::array& U, const std::stri
 
 // ------------------------------------------------------------------------------------------ packing
 
-// Packing moves raw bits: any C-contiguous 2-D array of 2-, 4- or 8-byte elements (fastnips passes integer
-// views of float16/bfloat16/float32/float64 tensors).
+// Packing moves raw bits: any C-contiguous 2-D array of numbers with 2-, 4- or 8-byte elements (fastnips
+// passes integer views of float16/bfloat16/float32/float64 tensors); never objects (holds refuses them:
+// copied pointers without references would be freed twice).
 std::string bits_error(const py::array& a, const char* name) {
-  return std::string(name) + " must have 2-, 4- or 8-byte elements, got " + std::to_string(a.itemsize());
+  const std::string error = std::string(name) + " must be a numeric array with 2-, 4- or 8-byte elements";
+  return is_numeric(a) ? error + ", got dtype " + dtype_str(a) : error;  // typed names a non-numeric dtype
 }
 
 // A rows x cols array of the dtype of `values`, written by unpack(U* out) (a pack.h kernel returning its
