@@ -246,3 +246,30 @@ def test_spmm_accepts_big_endian_arrays(backend):
     np.testing.assert_allclose(spmm(Ab, X.astype(">f8"), backend=backend), want, rtol=1e-12)
     got = spmm(A.indptr.astype(">i4"), A.indices.astype(">i4"), A.data.astype(">f4"), X, backend=backend)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+# ------------------------------------------------------------------------------------ int64 narrowing
+
+
+@pytest.mark.parametrize("bad", [2**32 + 1, 2**31, -(2**33)])
+def test_ids_beyond_int32_are_refused_not_wrapped(bad):
+    C = native()
+    edges = np.array([[0, bad]], dtype=np.int64)
+    with pytest.raises(ValueError, match=f"directed holds {bad}, outside int32"):
+        C.htc_identify(3, edges, np.zeros((0, 2), np.int64))
+    with pytest.raises(ValueError, match=f"bidirected holds {bad}, outside int32"):
+        C.edgewise_identify(3, [(0, 1)], edges)
+    with pytest.raises(ValueError, match=f"directed holds {bad}, outside int32"):
+        C.htc_identify_many([(3, [(0, 1)], []), (3, edges, [])])
+
+
+def test_ids_of_every_integer_dtype_and_lists_agree():
+    C = native()
+    want = C.htc_identify(3, [(0, 1), (1, 2)], [(1, 2)])["solved"]
+    for dt in (np.int8, np.int64, np.uint32, np.uint64, ">i8"):
+        d, b = np.array([[0, 1], [1, 2]], dtype=dt), np.array([[1, 2]], dtype=dt)
+        np.testing.assert_array_equal(C.htc_identify(3, d, b)["solved"], want)
+    with pytest.raises(ValueError, match="holds 18446744073709551615, outside int32"):
+        C.htc_identify(3, np.array([[0, 2**64 - 1]], dtype=np.uint64), [])
+    with pytest.raises(TypeError, match="directed must hold integers, got float64"):
+        C.htc_identify(3, np.array([[0.0, 1.5]]), [])

@@ -8,6 +8,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -30,6 +31,7 @@ namespace py = pybind11;
 namespace fastnips::bind {
 
 using Int64Array = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+using Int32Array = py::array_t<int32_t, py::array::c_style | py::array::forcecast>;
 
 // ----------------------------------------------------------------------------------------- errors
 
@@ -148,6 +150,30 @@ inline void require_native(const py::array& a, const std::string& name) {
 inline void require_2d_contig(const py::array& a, const char* name) {
   if (a.ndim() != 2 || !(a.flags() & py::array::c_style))
     throw py::value_error(std::string(name) + " must be a C-contiguous 2-D array");
+}
+
+// An array (or array-like) of integers narrowed to C-contiguous int32, refused when a value does not fit: a
+// ValueError naming `name` and the value (a silent wrap would turn id 2^32 + 1 into id 1), a TypeError when
+// it holds no integers (an empty array of any dtype is empty).
+inline Int32Array checked_int32(const py::object& obj, const std::string& name) {
+  const auto a = py::array::ensure(obj);  // lists of pairs as well
+  if (!a) throw py::type_error(name + " must be an array of integers");
+  const char k = a.dtype().kind();
+  if (a.size() > 0 && k != 'i' && k != 'u' && k != 'b')
+    throw py::type_error(
+        dtype_error(a, name + " must hold integers" + (is_numeric(a) ? ", got " + dtype_str(a) : std::string())));
+  if (k == 'u' && a.itemsize() == 8 && a.size() > 0) {  // above 2^63: negative in int64
+    const auto big = a.attr("max")().cast<uint64_t>();
+    if (big > uint64_t(INT32_MAX))
+      throw py::value_error(name + " holds " + std::to_string(big) + ", outside int32 (ids must be < 2^31)");
+  }
+  const auto wide = Int64Array::ensure(a);
+  if (!wide) throw py::error_already_set();
+  const int64_t* w = wide.data();
+  for (py::ssize_t i = 0; i < wide.size(); ++i)
+    if (w[i] < INT32_MIN || w[i] > INT32_MAX)
+      throw py::value_error(name + " holds " + std::to_string(w[i]) + ", outside int32 (ids must be < 2^31)");
+  return Int32Array::ensure(wide);
 }
 
 template <typename T>
