@@ -5,6 +5,7 @@ only with the GIL held. Crashes are proven gone in a subprocess (`sys.executable
 import subprocess
 import sys
 import textwrap
+import threading
 
 import numpy as np
 import pytest
@@ -273,3 +274,40 @@ def test_ids_of_every_integer_dtype_and_lists_agree():
         C.htc_identify(3, np.array([[0, 2**64 - 1]], dtype=np.uint64), [])
     with pytest.raises(TypeError, match="directed must hold integers, got float64"):
         C.htc_identify(3, np.array([[0.0, 1.5]]), [])
+
+
+# ------------------------------------------------------------------------------- Python objects, GIL
+
+
+def test_lorenz_without_records_returns_none_from_many_threads():
+    """The None of record_every=0 is made with the GIL held (it once was made inside the released region)."""
+    r = run_python("""
+        import threading
+        import numpy as np
+        from fastnips import _C
+        out = []
+        def work():
+            for _ in range(200):
+                out.append(_C.diffusion_lorenz_rk4(np.ones((3, 64)), 50, 0.01, record_every=0))
+        ts = [threading.Thread(target=work) for _ in range(8)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        assert len(out) == 1600 and all(o is None for o in out)
+        print("none")
+    """)
+    assert_survived(r, "none")
+
+
+def test_lorenz_records_and_none_in_process():
+    C = native()
+    s = np.ones((3, 16))
+    assert C.diffusion_lorenz_rk4(s.copy(), 20, 0.01) is None
+    rec = C.diffusion_lorenz_rk4(s.copy(), 20, 0.01, record_every=5)
+    assert rec.shape == (4, 16)
+    done = []
+    t = threading.Thread(target=lambda: done.append(C.diffusion_lorenz_rk4(s.copy(), 20, 0.01, record_every=0)))
+    t.start()
+    t.join()
+    assert done == [None]

@@ -35,7 +35,7 @@ py::object diffusion_lorenz_rk4(py::array state, int64_t n_steps, double dt, dou
   check_lorenz(state, n_steps, dt, sigma, rho, beta, record_every);
   const int64_t d = state.shape(1);
   double* s = mutable_ptr<double>(state);
-  py::object out = py::none();
+  py::object out = py::none();  // Python objects only here, with the GIL held (not in run_released)
   double* o = nullptr;
   if (record_every > 0) {
     py::array_t<double> obs({n_steps / record_every, d});
