@@ -9,7 +9,7 @@ namespace {
 using namespace bind;
 namespace fc = causal;
 
-using IntPairs = py::array_t<int32_t, py::array::c_style | py::array::forcecast>;
+using IntPairs = Int32Array;
 
 constexpr uint64_t kMersenne61 = (uint64_t(1) << 61) - 1;
 
@@ -64,8 +64,11 @@ py::dict htc_dict(const fc::HtcResult& r, bool tian) {
   return d;
 }
 
-py::dict htc_identify(int32_t n, const IntPairs& dir, const IntPairs& bi, const std::string& method, bool tian,
-                      uint64_t seed, uint64_t prime) {
+// The edge arrays of every solver: any integer arrays, narrowed to int32 by checked_int32 (ids that do not fit
+// are refused by name, never wrapped).
+py::dict htc_identify(int32_t n, const py::object& directed, const py::object& bidirected, const std::string& method,
+                      bool tian, uint64_t seed, uint64_t prime) {
+  const IntPairs dir = checked_int32(directed, "directed"), bi = checked_int32(bidirected, "bidirected");
   const int64_t n_dir = pair_count(dir, "directed"), n_bi = pair_count(bi, "bidirected");
   check_n(n);
   const auto opt = htc_options(method, tian, seed, prime);
@@ -77,7 +80,9 @@ py::dict htc_identify(int32_t n, const IntPairs& dir, const IntPairs& bi, const 
   return htc_dict(r, tian);
 }
 
-py::dict edgewise_identify(int32_t n, const IntPairs& dir, const IntPairs& bi, uint64_t seed, uint64_t prime) {
+py::dict edgewise_identify(int32_t n, const py::object& directed, const py::object& bidirected, uint64_t seed,
+                           uint64_t prime) {
+  const IntPairs dir = checked_int32(directed, "directed"), bi = checked_int32(bidirected, "bidirected");
   const int64_t n_dir = pair_count(dir, "directed"), n_bi = pair_count(bi, "bidirected");
   check_n(n);
   const auto opt = htc_options("randomized", false, seed, prime);
@@ -109,8 +114,8 @@ py::list htc_identify_many(const py::sequence& graphs, const std::string& method
     if (t.size() != 3) throw py::value_error("each graph must be a tuple (n, directed, bidirected)");
     const auto n = t[0].cast<int32_t>();
     check_n(n);
-    const auto d = t[1].cast<IntPairs>();
-    const auto b = t[2].cast<IntPairs>();
+    const auto d = checked_int32(t[1], "directed");
+    const auto b = checked_int32(t[2], "bidirected");
     pair_count(d, "directed");
     pair_count(b, "bidirected");
     ns.push_back(n);

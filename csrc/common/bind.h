@@ -8,6 +8,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -18,6 +19,7 @@
 #include "common/csr.h"
 #include "common/dispatch.h"
 #include "common/status.h"
+#include "common/threads.h"
 #ifdef FASTNIPS_WITH_CUDA
 #include "common/cuda/cuda_api.h"  // the CUDA entry points the fields bind
 #endif
@@ -29,6 +31,7 @@ namespace py = pybind11;
 namespace fastnips::bind {
 
 using Int64Array = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+using Int32Array = py::array_t<int32_t, py::array::c_style | py::array::forcecast>;
 
 // ----------------------------------------------------------------------------------------- errors
 
@@ -60,14 +63,55 @@ void run_released(Fn&& fn, const std::string& context = "") {
   check(st, context);
 }
 
+// ---------------------------------------------------------------------------------------- threads
+
+// The most threads an `n_threads` argument may ask for: more is taken for a mistake (libgomp cannot create
+// 100,000 threads; it fails or exhausts the stack and address space, ending the process).
+constexpr int64_t kMaxThreads = 1024;
+
+// The thread count a kernel gets for the `n_threads` argument of every binding: 0 stays 0 (OpenMP's
+// default), 1..kMaxThreads is capped at the hardware threads (more only oversubscribes), anything else is a
+// ValueError naming n_threads. Every binding taking n_threads calls this before any work.
+inline int checked_threads(int64_t n_threads) {
+  if (n_threads < 0 || n_threads > kMaxThreads)
+    throw py::value_error("n_threads must lie in [0, " + std::to_string(kMaxThreads) +
+                          "] (0: OpenMP's default; more than the hardware threads are capped), got " +
+                          std::to_string(n_threads));
+  return int(std::min<int64_t>(n_threads, std::max(hardware_threads(), 1)));
+}
+
 // ------------------------------------------------------------------------------------------ types
 
-// Whether `a` holds elements of type T: the exact dtype for float and int types; the element size for the
-// unsigned types of BitsTypes (raw bits of any float format of that width).
+// The dtype of `a` as numpy writes it ('float64', '>i4', 'object'), for messages.
+inline std::string dtype_str(const py::array& a) { return py::str(a.dtype()).cast<std::string>(); }
+
+// Whether `a` holds numbers (numpy kinds b, i, u, f, c): never objects (pointers with references), strings,
+// datetimes or structured records, which no kernel may copy as raw bits.
+inline bool is_numeric(const py::array& a) {
+  const char k = a.dtype().kind();
+  return k == 'b' || k == 'i' || k == 'u' || k == 'f' || k == 'c';
+}
+
+// Whether `a`'s elements are in the machine's byte order ('>i4' on a little-endian machine is not).
+inline bool native_order(const py::array& a) { return a.dtype().attr("isnative").cast<bool>(); }
+
+// `error` with the reason an array of the right type was refused: a non-native byte order or a non-numeric
+// dtype (named), so that the message does not blame the element type alone.
+inline std::string dtype_error(const py::array& a, const std::string& error) {
+  if (!is_numeric(a)) return error + "; got the non-numeric dtype " + dtype_str(a);
+  if (!native_order(a))
+    return error + "; got " + dtype_str(a) + ", not in the native byte order: convert with " +
+           "a.astype(a.dtype.newbyteorder('='))";
+  return error;
+}
+
+// Whether `a` holds elements of type T: the exact dtype (native byte order) for float and int types; the
+// element size for the unsigned types of BitsTypes (raw bits of any numeric format of that width, never
+// objects: copying their pointers without references frees them twice).
 template <typename T>
 bool holds(const py::array& a) {
   if constexpr (std::is_unsigned_v<T>) {
-    return a.itemsize() == py::ssize_t(sizeof(T));
+    return a.itemsize() == py::ssize_t(sizeof(T)) && is_numeric(a);
   } else {
     return py::dtype::of<T>().is(a.dtype());
   }
@@ -85,7 +129,7 @@ auto typed(List list, const py::array& a, const std::string& error, Fn&& fn) {
   using R = decltype(fn(std::declval<first_type<List>>()));
   std::optional<R> out;
   if (!dispatch(list, [&](auto t) { return holds<decltype(t)>(a); }, [&](auto t) { out.emplace(fn(t)); }))
-    throw py::type_error(error);
+    throw py::type_error(dtype_error(a, error));
   return std::move(*out);
 }
 
@@ -96,9 +140,40 @@ inline void require_1d_contig(const py::array& a, const char* name) {
   if (!(a.flags() & py::array::c_style)) throw py::value_error(std::string(name) + " must be C-contiguous");
 }
 
+// A TypeError naming `name` unless `a` holds numbers in the machine's byte order (the element type is checked
+// by the caller).
+inline void require_native(const py::array& a, const std::string& name) {
+  if (!is_numeric(a) || !native_order(a))
+    throw py::type_error(dtype_error(a, name + " must be a numeric array in the machine's byte order"));
+}
+
 inline void require_2d_contig(const py::array& a, const char* name) {
   if (a.ndim() != 2 || !(a.flags() & py::array::c_style))
     throw py::value_error(std::string(name) + " must be a C-contiguous 2-D array");
+}
+
+// An array (or array-like) of integers narrowed to C-contiguous int32, refused when a value does not fit: a
+// ValueError naming `name` and the value (a silent wrap would turn id 2^32 + 1 into id 1), a TypeError when
+// it holds no integers (an empty array of any dtype is empty).
+inline Int32Array checked_int32(const py::object& obj, const std::string& name) {
+  const auto a = py::array::ensure(obj);  // lists of pairs as well
+  if (!a) throw py::type_error(name + " must be an array of integers");
+  const char k = a.dtype().kind();
+  if (a.size() > 0 && k != 'i' && k != 'u' && k != 'b')
+    throw py::type_error(
+        dtype_error(a, name + " must hold integers" + (is_numeric(a) ? ", got " + dtype_str(a) : std::string())));
+  if (k == 'u' && a.itemsize() == 8 && a.size() > 0) {  // above 2^63: negative in int64
+    const auto big = a.attr("max")().cast<uint64_t>();
+    if (big > uint64_t(INT32_MAX))
+      throw py::value_error(name + " holds " + std::to_string(big) + ", outside int32 (ids must be < 2^31)");
+  }
+  const auto wide = Int64Array::ensure(a);
+  if (!wide) throw py::error_already_set();
+  const int64_t* w = wide.data();
+  for (py::ssize_t i = 0; i < wide.size(); ++i)
+    if (w[i] < INT32_MIN || w[i] > INT32_MAX)
+      throw py::value_error(name + " holds " + std::to_string(w[i]) + ", outside int32 (ids must be < 2^31)");
+  return Int32Array::ensure(wide);
 }
 
 template <typename T>
@@ -132,7 +207,8 @@ struct CsrArgs {
 // The checks every sparse op (spmm, the Tikhonov solves) makes before its kernel: indptr, indices and data
 // 1-D and C-contiguous, len(indptr) >= 1, len(indices) == len(data); `operand` (named `name`) a
 // C-contiguous 2-D array with `rows` rows (`rows_error`: the message when not); indptr and indices one
-// integer dtype (int32/int64); data and the operand one float dtype (float32/float64). The structure of
+// integer dtype (int32/int64); data and the operand one float dtype (float32/float64); all four numeric in the
+// machine's byte order (a big-endian array is refused by name, not as the wrong type). The structure of
 // indptr (check_indptr) is checked here, a ValueError prefixed with `prefix`; the column indices are
 // checked by the kernels, which read them anyway (spmm on the fly).
 inline void check_csr(const CsrArgs& A, const py::array& operand, const char* name, int64_t rows,
@@ -146,6 +222,10 @@ inline void check_csr(const CsrArgs& A, const py::array& operand, const char* na
     throw py::value_error("indices and data must have the same length, got " + std::to_string(A.indices.shape(0)) +
                           " and " + std::to_string(A.data.shape(0)));
   if (operand.shape(0) != rows) throw py::value_error(rows_error);
+  require_native(A.indptr, "indptr");
+  require_native(A.indices, "indices");
+  require_native(A.data, "data");
+  require_native(operand, name);
   if (!A.indptr.dtype().is(A.indices.dtype()))
     throw py::type_error("indptr and indices must share one integer dtype (int32 or int64)");
   if (!A.data.dtype().is(operand.dtype()))

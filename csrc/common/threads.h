@@ -23,4 +23,13 @@ inline int thread_count(int n_threads, int64_t work, int64_t min_work) {
 #endif
 }
 
+// The processors this process may run on (omp_get_num_procs: the affinity mask); 1 without OpenMP.
+inline int hardware_threads() {
+#ifdef _OPENMP
+  return omp_get_num_procs();
+#else
+  return 1;
+#endif
+}
+
 }  // namespace fastnips

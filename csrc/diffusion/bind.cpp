@@ -30,11 +30,12 @@ void check_lorenz(const py::array& state, int64_t n_steps, double dt, double sig
 // Lorenz-63 RK4 of d copies, state (3, d) float64 C-contiguous, advanced in place; returns the (n_steps /
 // record_every, d) float64 x records, or None when record_every == 0.
 py::object diffusion_lorenz_rk4(py::array state, int64_t n_steps, double dt, double sigma, double rho, double beta,
-                                int64_t record_every, int n_threads) {
+                                int64_t record_every, int64_t n_threads_arg) {
+  const int n_threads = checked_threads(n_threads_arg);
   check_lorenz(state, n_steps, dt, sigma, rho, beta, record_every);
   const int64_t d = state.shape(1);
   double* s = mutable_ptr<double>(state);
-  py::object out = py::none();
+  py::object out = py::none();  // Python objects only here, with the GIL held (not in run_released)
   double* o = nullptr;
   if (record_every > 0) {
     py::array_t<double> obs({n_steps / record_every, d});
@@ -49,7 +50,9 @@ py::object diffusion_lorenz_rk4(py::array state, int64_t n_steps, double dt, dou
 }
 
 // n values drawn i.i.d. from the 1-D pool: out[i] = pool[hash(counter0 + i, key)]; same dtype as the pool.
-py::array diffusion_pool_draw(const py::array& pool, uint64_t key, uint64_t counter0, int64_t n, int n_threads) {
+py::array diffusion_pool_draw(const py::array& pool, uint64_t key, uint64_t counter0, int64_t n,
+                              int64_t n_threads_arg) {
+  const int n_threads = checked_threads(n_threads_arg);
   require_1d_contig(pool, "pool");
   const int64_t p = pool.shape(0);
   if (p < 1 || p > (int64_t(1) << 32))

@@ -48,8 +48,9 @@ fg::TikhonovOptions cg_options(double tol, int64_t maxiter, int n_threads, int d
 
 py::tuple tikhonov_solve_cg(const py::array& indptr, const py::array& indices, const py::array& data,
                             const py::array& cheb, const py::array& q, const py::array& X, double tol,
-                            int64_t maxiter, int n_threads, int diagonal, int64_t diagonal_work_limit,
+                            int64_t maxiter, int64_t n_threads_arg, int diagonal, int64_t diagonal_work_limit,
                             int max_restarts) {
+  const int n_threads = checked_threads(n_threads_arg);
   const CsrArgs L{indptr, indices, data};
   check_tikhonov(L, cheb, X, "X");
   check_q(q, X, L.n_rows());
@@ -77,7 +78,8 @@ py::tuple tikhonov_solve_cg(const py::array& indptr, const py::array& indices, c
 }
 
 py::array tikhonov_poly_apply(const py::array& indptr, const py::array& indices, const py::array& data,
-                              const py::array& cheb, const py::array& V, int n_threads) {
+                              const py::array& cheb, const py::array& V, int64_t n_threads_arg) {
+  const int n_threads = checked_threads(n_threads_arg);
   const CsrArgs L{indptr, indices, data};
   check_tikhonov(L, cheb, V, "V");
   return typed_csr(L, [&](auto t, auto i) -> py::array {
@@ -121,7 +123,8 @@ std::vector<int64_t> factor_layout(const Int64Array& offsets, int64_t* total) {
 
 py::array tikhonov_dense_factor(const py::array& indptr, const py::array& indices, const py::array& data,
                                 const py::array& cheb, const py::array& q, const Int64Array& order,
-                                const Int64Array& offsets, const py::object& labels, int n_threads) {
+                                const Int64Array& offsets, const py::object& labels, int64_t n_threads_arg) {
+  const int n_threads = checked_threads(n_threads_arg);
   const CsrArgs L{indptr, indices, data};
   const int64_t n = L.n_rows();
   // the CSR and cheb checks of the CG path, with q as an (n, 1) array (n rows, the dtype of data)
@@ -154,7 +157,8 @@ py::array tikhonov_dense_factor(const py::array& indptr, const py::array& indice
 }
 
 py::array tikhonov_dense_solve(const py::array& factors, const Int64Array& order, const Int64Array& offsets,
-                               const py::array& B, const py::object& scale, int n_threads) {
+                               const py::array& B, const py::object& scale, int64_t n_threads_arg) {
+  const int n_threads = checked_threads(n_threads_arg);
   require_1d_contig(factors, "factors");
   require_2d_contig(B, "B");
   check_order_offsets(order, offsets, B.shape(0));

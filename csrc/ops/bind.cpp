@@ -8,7 +8,8 @@ namespace {
 using namespace bind;
 
 py::array spmm_csr(const py::array& indptr, const py::array& indices, const py::array& data, const py::array& X,
-                   int64_t n_cols, int n_threads) {
+                   int64_t n_cols, int64_t n_threads_arg) {
+  const int n_threads = checked_threads(n_threads_arg);
   const CsrArgs A{indptr, indices, data};
   check_csr(A, X, "X", n_cols,
             "X has " + std::to_string(X.shape(0)) + " rows, the matrix has " + std::to_string(n_cols) + " columns",

@@ -46,7 +46,8 @@ py::array_t<bool> new_mask(int64_t rows, int64_t cols) { return py::array_t<bool
 uint8_t* mask_data(py::array_t<bool>& m) { return reinterpret_cast<uint8_t*>(m.mutable_data()); }
 
 py::array prune_select_mask(const py::array& scores, const std::string& mode, int64_t k, int keep, int group,
-                            int n_threads) {
+                            int64_t n_threads_arg) {
+  const int n_threads = checked_threads(n_threads_arg);
   require_2d_contig(scores, "scores");
   return typed(FloatTypes{}, scores, float_error("scores"), [&](auto t) -> py::array {
     using T = decltype(t);
@@ -73,7 +74,8 @@ py::array prune_select_mask(const py::array& scores, const std::string& mode, in
 
 // Fused magnitude / Wanda scoring, selection and zeroing of W in place; returns the keep-mask.
 py::array prune_weight(py::array W, const py::object& norms, const std::string& mode, int64_t k, int keep, int group,
-                       int n_threads) {
+                       int64_t n_threads_arg) {
+  const int n_threads = checked_threads(n_threads_arg);
   require_2d_contig(W, "weight");
   return typed(FloatTypes{}, W, float_error("weight"), [&](auto t) -> py::array {
     using T = decltype(t);
@@ -138,7 +140,8 @@ fp::SparseGPTOptions sparsegpt_options(const std::string& mode, int64_t blocksiz
 // The SparseGPT sweep on W (in place) with U = upper Cholesky factor of the damped H^-1 (same dtype);
 // returns (keep-mask, losses float64).
 py::tuple prune_sparsegpt_sweep(py::array W, const py::array& U, const std::string& mode, int64_t blocksize,
-                                const Int64Array& counts, int keep, int group, int n_threads) {
+                                const Int64Array& counts, int keep, int group, int64_t n_threads_arg) {
+  const int n_threads = checked_threads(n_threads_arg);
   require_2d_contig(W, "weight");
   return typed(FloatTypes{}, W, float_error("weight"), [&](auto t) -> py::tuple {
     using T = decltype(t);
@@ -166,10 +169,12 @@ py::tuple prune_sparsegpt_sweep(py::array W, const py::array& U, const std::stri
 
 // ------------------------------------------------------------------------------------------ packing
 
-// Packing moves raw bits: any C-contiguous 2-D array of 2-, 4- or 8-byte elements (fastnips passes integer
-// views of float16/bfloat16/float32/float64 tensors).
+// Packing moves raw bits: any C-contiguous 2-D array of numbers with 2-, 4- or 8-byte elements (fastnips
+// passes integer views of float16/bfloat16/float32/float64 tensors); never objects (holds refuses them:
+// copied pointers without references would be freed twice).
 std::string bits_error(const py::array& a, const char* name) {
-  return std::string(name) + " must have 2-, 4- or 8-byte elements, got " + std::to_string(a.itemsize());
+  const std::string error = std::string(name) + " must be a numeric array with 2-, 4- or 8-byte elements";
+  return is_numeric(a) ? error + ", got dtype " + dtype_str(a) : error;  // typed names a non-numeric dtype
 }
 
 // A rows x cols array of the dtype of `values`, written by unpack(U* out) (a pack.h kernel returning its
@@ -182,7 +187,8 @@ py::array unpacked(const py::array& values, int64_t rows, int64_t cols, Unpack&&
   return out;
 }
 
-py::tuple prune_pack_nm(const py::array& W, int keep, int group, int n_threads) {
+py::tuple prune_pack_nm(const py::array& W, int keep, int group, int64_t n_threads_arg) {
+  const int n_threads = checked_threads(n_threads_arg);
   require_2d_contig(W, "weight");
   check_nm(keep, group, W.shape(1));
   return typed(BitsTypes{}, W, bits_error(W, "weight"), [&](auto u) -> py::tuple {
@@ -198,7 +204,8 @@ py::tuple prune_pack_nm(const py::array& W, int keep, int group, int n_threads) 
 }
 
 py::array prune_unpack_nm(const py::array& values, const py::array& idx, int64_t cols, int keep, int group,
-                          int n_threads) {
+                          int64_t n_threads_arg) {
+  const int n_threads = checked_threads(n_threads_arg);
   require_2d_contig(values, "values");
   if (idx.ndim() != 2 || !(idx.flags() & py::array::c_style) || !is_dtype<uint8_t>(idx))
     throw py::value_error("indices must be a C-contiguous 2-D uint8 array");
@@ -216,7 +223,8 @@ py::array prune_unpack_nm(const py::array& values, const py::array& idx, int64_t
   });
 }
 
-py::tuple prune_pack_bitmask(const py::array& W, int n_threads) {
+py::tuple prune_pack_bitmask(const py::array& W, int64_t n_threads_arg) {
+  const int n_threads = checked_threads(n_threads_arg);
   require_2d_contig(W, "weight");
   return typed(BitsTypes{}, W, bits_error(W, "weight"), [&](auto u) -> py::tuple {
     using U = decltype(u);
@@ -241,7 +249,8 @@ py::tuple prune_pack_bitmask(const py::array& W, int n_threads) {
 }
 
 py::array prune_unpack_bitmask(const py::array& values, const py::array& bitmask, const Int64Array& offsets,
-                               int64_t cols, int n_threads) {
+                               int64_t cols, int64_t n_threads_arg) {
+  const int n_threads = checked_threads(n_threads_arg);
   require_1d_contig(values, "values");
   if (bitmask.ndim() != 2 || !(bitmask.flags() & py::array::c_style) || !is_dtype<uint8_t>(bitmask))
     throw py::value_error("bitmask must be a C-contiguous 2-D uint8 array");

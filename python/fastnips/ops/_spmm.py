@@ -175,11 +175,15 @@ _DTYPE_NAMES: dict = {}
 
 
 def _dtype_name(a) -> str:
-    """'float32', 'int64', ... for numpy, torch and cupy dtypes (str(dtype) is slow: cache it)."""
+    """'float32', 'int64', ... for numpy, torch and cupy dtypes (str(dtype) is slow: cache it).
+
+    Either byte order has the same name ('>i4' is 'int32'): the cast to the common dtype converts a
+    big-endian array to the machine's order, as scipy does.
+    """
     dt = a.dtype
     name = _DTYPE_NAMES.get(dt)
     if name is None:
-        name = _DTYPE_NAMES[dt] = str(dt).replace("torch.", "")
+        name = _DTYPE_NAMES[dt] = dt.name if isinstance(dt, np.dtype) else str(dt).replace("torch.", "")
     return name
 
 
