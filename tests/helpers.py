@@ -7,6 +7,7 @@ Import with a relative import from a test module or a folder's conftest (``from 
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -44,7 +45,11 @@ def backend_fixture(*names: str, name: str = "backend"):
 def load_bench_script(relpath: str):
     """A script of bench/ (e.g. "graph/eval_tikhonov.py") as a module, for tests of its helpers."""
     path = REPO / "bench" / relpath
-    spec = importlib.util.spec_from_file_location(path.stem, path)
+    name = "_bench_" + relpath.removesuffix(".py").replace("/", "_")
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod  # registered first: dataclasses and pickling look the module up by name
     spec.loader.exec_module(mod)
     return mod
