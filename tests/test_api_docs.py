@@ -10,8 +10,10 @@ import sys
 
 import pytest
 
-FIELDS = ("ops", "causal", "graph", "prune", "vision", "diffusion", "data")
-TORCH_FIELDS = {"prune", "vision", "diffusion"}
+import fastnips
+
+FIELDS = fastnips._SUBPACKAGES
+TORCH_FIELDS = set(fastnips._NEEDS_TORCH)
 
 
 def _params_untyped(fn) -> list[str]:

@@ -80,6 +80,12 @@ def test_demo_runs_and_agrees():
     assert diff["diffusion fds euler"]["sw"] < 3.0  # the 25-mode grid spans 8; Heun collapses at this budget
     assert all(d["sw"] > d["sw_floor"] > 0 for d in diff.values())
 
+    metric = _rows(doc, "scenegraph metric")[0]["values"]
+    assert metric["max_abs_err"] < 1e-12  # factorised == explicit joint
+    assert metric["speedup"] > 1
+    loss = _rows(doc, "scenegraph loss")[0]["values"]
+    assert min(v["recall@5"] for v in loss.values()) > 0.8  # 512 triplets per edge: chance 5/512; 0.98 at seed 0
+
 
 def test_demo_only_text_streams_a_100_column_table():
     res = CliRunner().invoke(main, ["demo", "--only", "htc,spmm", "--n", "2000"])

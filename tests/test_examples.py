@@ -25,6 +25,7 @@ SCRIPTS = {  # script: its marks
     "prune_tiny.py": [],
     "freqbias.py": [],
     "fds_sampler.py": [],
+    "scenegraph_loss.py": [],
 }
 
 

@@ -14,8 +14,8 @@ def test_dir_shows_only_the_public_api():
     assert not {"sys", "platform", "importlib"} & set(dir(fastnips))
 
 
-@pytest.mark.parametrize("field", ["ops", "causal", "graph", "prune", "vision", "diffusion", "data"])
+@pytest.mark.parametrize("field", fastnips._SUBPACKAGES)
 def test_every_field_is_a_lazy_attribute(field):
-    if field in ("prune", "vision", "diffusion"):
+    if field in fastnips._NEEDS_TORCH:
         pytest.importorskip("torch")
     assert getattr(fastnips, field) is importlib.import_module(f"fastnips.{field}")

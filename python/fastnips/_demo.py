@@ -34,6 +34,8 @@ MEASURES = {
     "vision bias params": "params/head ↓ freq vs Swin",
     "vision transfer": "x2 error ↓ refine/bicubic",
     "diffusion": "SW ↓ (floor {sw_floor:.2f}) / TV ↓",
+    "scenegraph metric": "max error ↓ / speed-up ↑",
+    "scenegraph loss": "R@5 ↑, graph H ↓",
 }
 
 
@@ -82,6 +84,12 @@ def _diffusion(seed, n):
     return demo_diffusion(seed, values=True)
 
 
+def _scenegraph(seed, n):
+    from .scenegraph.demo import demo_scenegraph
+
+    return demo_scenegraph(seed, values=True)
+
+
 CAPABILITIES = (
     Capability("spmm", "sparse x dense product Y = A @ X on every backend present, checked against scipy",
                "SpMM on a skewed random graph, every backend", (), _spmm),
@@ -95,6 +103,8 @@ CAPABILITIES = (
                "DDRViT-tiny on digits, 12 epochs", ("torch", "sklearn"), _vision),
     Capability("diffusion", "a 25-mode 2-D Gaussian mixture sampled in 5-6 steps: FDS vs Heun and Euler",
                "FDS, Heun and Euler on a 2-D Gaussian mixture", ("torch",), _diffusion),
+    Capability("scenegraph", "triplet Hellinger: factorised vs explicit joint; a scene-graph GNN, CE vs CE+Hellinger",
+               "Hellinger triplet loss on synthetic 3-D scenes", ("torch",), _scenegraph),
 )
 NAMES = tuple(c.name for c in CAPABILITIES)
 
