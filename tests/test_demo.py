@@ -86,6 +86,10 @@ def test_demo_runs_and_agrees():
     loss = _rows(doc, "scenegraph loss")[0]["values"]
     assert min(v["recall@5"] for v in loss.values()) > 0.8  # 512 triplets per edge: chance 5/512; 0.98 at seed 0
 
+    c = _rows(doc, "concepts")[0]["values"]
+    assert c["auroc_grace"] >= 0.95  # planted supports; the lasso reaches about 1.0
+    assert c["auroc_grace"] >= 0.9 * c["auroc_lasso"]
+
 
 def test_demo_only_text_streams_a_100_column_table():
     res = CliRunner().invoke(main, ["demo", "--only", "htc,spmm", "--n", "2000"])

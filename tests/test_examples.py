@@ -26,6 +26,7 @@ SCRIPTS = {  # script: its marks
     "freqbias.py": [],
     "fds_sampler.py": [],
     "scenegraph_loss.py": [],
+    "concepts_grace.py": [],
 }
 
 

@@ -36,6 +36,7 @@ MEASURES = {
     "diffusion": "SW ↓ (floor {sw_floor:.2f}) / TV ↓",
     "scenegraph metric": "max error ↓ / speed-up ↑",
     "scenegraph loss": "R@5 ↑, graph H ↓",
+    "concepts": "AUROC ↑, kNN ↑, speed-up ↑",
 }
 
 
@@ -90,6 +91,12 @@ def _scenegraph(seed, n):
     return demo_scenegraph(seed, values=True)
 
 
+def _concepts(seed, n):
+    from .concepts.demo import demo_concepts
+
+    return demo_concepts(seed, values=True)
+
+
 CAPABILITIES = (
     Capability("spmm", "sparse x dense product Y = A @ X on every backend present, checked against scipy",
                "SpMM on a skewed random graph, every backend", (), _spmm),
@@ -105,6 +112,8 @@ CAPABILITIES = (
                "FDS, Heun and Euler on a 2-D Gaussian mixture", ("torch",), _diffusion),
     Capability("scenegraph", "triplet Hellinger: factorised vs explicit joint; a scene-graph GNN, CE vs CE+Hellinger",
                "Hellinger triplet loss on synthetic 3-D scenes", ("torch",), _scenegraph),
+    Capability("concepts", "GRACE concept decomposition vs per-instance lasso on planted concepts",
+               "GRACE on planted concepts, 10 epochs", ("torch",), _concepts),
 )
 NAMES = tuple(c.name for c in CAPABILITIES)
 
