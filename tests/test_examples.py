@@ -27,6 +27,7 @@ SCRIPTS = {  # script: its marks
     "fds_sampler.py": [],
     "scenegraph_loss.py": [],
     "concepts_grace.py": [],
+    "graph_pyg.py": [],
 }
 
 

@@ -81,3 +81,54 @@ def test_tikhonov_gnn_reads_real_pyg_batches():
     assert node(batch).shape == (batch.num_nodes, 3)
     ex = model.explain(batch, graph=2)
     assert ex.q.shape == (datas[2].num_nodes,)
+
+
+def test_repeated_self_loops_as_add_remaining_self_loops():
+    """A node listed with several self loops keeps one, as PyG's gcn_norm (add_remaining_self_loops) does."""
+    from torch_geometric.nn.conv.gcn_conv import gcn_norm
+
+    from fastnips.graph import TikhonovConv, TikhonovProp
+
+    # the path 0-1-2-3 with two unit loops on node 3 (summed, A_33 would be 2/3; PyG: 1/2), and two
+    # loops of different weights on node 1
+    ei = torch.tensor([[0, 1, 1, 2, 2, 3, 3, 3, 1, 1], [1, 0, 2, 1, 3, 2, 3, 3, 1, 1]])
+    for w in (torch.ones(10, dtype=F64), torch.tensor([1, 1, 2, 2, 0.5, 0.5, 1, 1, 0.3, 1.7], dtype=F64)):
+        idx, val = gcn_norm(ei, w, num_nodes=4, add_self_loops=True)
+        A_hat = np.zeros((4, 4))
+        np.add.at(A_hat, (idx[1].numpy(), idx[0].numpy()), val.numpy())
+        ours = normalized_laplacian(ei, 4, w.numpy(), add_self_loops=True).toarray()
+        np.testing.assert_allclose(np.eye(4) - ours, A_hat, rtol=0, atol=1e-15)
+        if w[0] == 1 and bool((w == 1).all()):
+            assert abs(A_hat[3, 3] - 0.5) < 1e-15
+        # the layer's Laplacian (the differentiable builder) agrees
+        x = torch.randn(4, 2, dtype=F64, generator=torch.Generator().manual_seed(0))
+        q = torch.full((4,), 0.8, dtype=F64)
+        conv = TikhonovConv(2, K=2, add_self_loops=True, tol=1e-13).double()
+        want = TikhonovProp(K=2, tol=1e-13).double()(x, q, L=np.eye(4) - A_hat)
+        np.testing.assert_allclose(conv(x, ei, w, q=q).detach().numpy(), want.detach().numpy(), rtol=0, atol=1e-12)
+
+
+def test_explanation_converts_to_a_pyg_explanation():
+    from torch_geometric.explain import Explanation as PygExplanation
+    from torch_geometric.explain.config import ThresholdConfig
+
+    samples = ba_motifs(3, seed=4)
+    datas = [Data(x=torch.as_tensor(s.x), edge_index=torch.as_tensor(s.edge_index)) for s in samples]
+    batch = Batch.from_data_list(datas)
+    torch.manual_seed(1)
+    model = TikhonovGNN(batch.x.shape[1], 8, 2, task="graph").double()
+    batch.x = batch.x.double()
+    ours = model.explain(batch, graph=1)
+    pe = ours.to_pyg(datas[1].x)
+    assert isinstance(pe, PygExplanation)
+    assert pe.validate(raise_on_error=True)
+    np.testing.assert_array_equal(pe.node_mask.squeeze(1).numpy(), ours.q)
+    np.testing.assert_array_equal(pe.edge_index.numpy(), ours.edge_index)
+    assert pe.num_nodes == datas[1].num_nodes
+    assert pe.filter_reading == ours.reading
+    # PyG's own top-k thresholding keeps our top nodes (their q values: symmetric nodes tie)
+    top = pe.threshold(ThresholdConfig(threshold_type="topk", value=3)).node_mask.squeeze(1)
+    kept = torch.nonzero(top).squeeze(1).numpy()
+    np.testing.assert_array_equal(np.sort(ours.q[kept]), np.sort(ours.q[ours.top_nodes(3)]))
+    with pytest.raises(ValueError, match="x must have shape"):
+        ours.to_pyg(torch.ones(2, 1))

@@ -26,7 +26,7 @@ from fastnips.graph import (
 )
 from fastnips.graph import reference as ref
 from fastnips.graph.checks import _pick_method
-from fastnips.graph.factor import _estimate_poly_nnz
+from fastnips.graph.factor import _poly_nnz_bound
 
 from ._builders import erdos_renyi, grid
 
@@ -387,18 +387,23 @@ def test_max_fill_guard():
     ei, n = GRAPHS["grid"]()
     L = normalized_laplacian(ei, n)
     q, X = problem(n)
-    with pytest.raises(ValueError, match=r"method='direct': p\(L\) would have about .* above max_fill=1e\+03.*"
+    with pytest.raises(ValueError, match=r"method='direct': p\(L\) can have .* nonzeros .* above max_fill=1e\+03.*"
                                          r"method='cg'"):
         tikhonov_solve(L, THETA, q, X, method="direct", max_fill=1000)
     with pytest.raises(ValueError, match=r"method='dense': the dense blocks would hold .* max_fill"):
         tikhonov_solve(L, THETA, q, X, method="dense", max_fill=1000)
-    # the estimate (every row, n <= 4096) bounds the assembled p(L) and is exact for generic coefficients
-    est, looked = _estimate_poly_nnz(L, 4, float("inf"))
-    assert looked == n
-    assert est == ref.poly_matrix_reference(L, THETA).nnz
-    # a graph above 4096 nodes: sampled rows, and the guard fires before anything is formed
+    # the bound: the walk bound where it is below the limit, else the exact count, which for generic
+    # coefficients is the assembled p(L)'s
+    nnz = ref.poly_matrix_reference(L, THETA).nnz
+    walk, how = _poly_nnz_bound(L, 4, float("inf"))
+    assert how == "walk bound"
+    assert walk >= nnz
+    exact, how = _poly_nnz_bound(L, 4, walk - 1)
+    assert how == "counted exactly"
+    assert exact == nnz
+    # a larger graph: the guard fires before anything is formed
     Lb = normalized_laplacian(random_edges(5000, 20000, 9), 5000)  # average degree 8
-    with pytest.raises(ValueError, match="neighbourhoods of 512 rows"):
+    with pytest.raises(ValueError, match=r"counted exactly over the first .* rows, already above"):
         tikhonov_factorize(Lb, THETA, 1.0, method="direct", max_fill=1e6)
     with pytest.raises(ValueError, match="max_fill must be > 0"):
         tikhonov_solve(L, THETA, q, X, method="direct", max_fill=0)

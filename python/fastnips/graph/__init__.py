@@ -13,6 +13,8 @@ r"""Graph learning: the generalised Tikhonov layer (arXiv 2605.28578) and what i
 * :class:`TikhonovProp`, :func:`tikhonov_prop` -- the layer as a torch module / function: forward one
   solve, backward one adjoint solve with the same operator (never unrolled; with ``direct``/``dense`` the
   forward's factor is reused); learnable Bernstein coefficients on the simplex.
+* :class:`TikhonovConv` -- the layer with a Q-network, called as PyG's APPNP: ``conv(x, edge_index,
+  edge_weight)``; differentiable in the edge weights (PyG's edge-mask explainers work on it).
 * :class:`TikhonovGNN` -- GIN Q-network producing q > 0, one Tikhonov layer, readout; node or graph tasks,
   PyG-style ``(x, edge_index, batch)`` or a PyG ``Data``/``Batch`` object; ``model.explain(...)``.
 * :class:`Explanation`, :func:`explain_tikhonov`, :func:`filter_reading` -- the explanation (q per node,
@@ -32,7 +34,7 @@ __all__ = ["TikhonovFactor", "TikhonovInfo", "chebyshev_coefficients", "evaluate
            "tikhonov_factorize", "tikhonov_solve"]
 
 # torch layers, loaded on first use so that `import fastnips.graph` does not import torch
-_LAZY = {"TikhonovProp": ".layers", "tikhonov_prop": ".layers", "TikhonovGNN": ".models"}
+_LAZY = {"TikhonovProp": ".layers", "tikhonov_prop": ".layers", "TikhonovGNN": ".models", "TikhonovConv": ".conv"}
 __all__ += list(_LAZY)
 
 

@@ -127,6 +127,46 @@ class Explanation:
             raise ValueError(f"k must be an int >= 0, got {k!r}")
         return np.argsort(-self.q, kind="stable")[: int(k)]
 
+    def to_pyg(self, x: ArrayLike | None = None):
+        r"""This explanation as a PyG ``torch_geometric.explain.Explanation`` (needs torch_geometric).
+
+        ``node_mask`` is q, shape (n, 1) (one importance per node, PyG's ``node_mask_type="object"``),
+        ``edge_index`` the explained graph's edges in local ids and ``num_nodes`` n; PyG's tools then
+        apply (``validate()``, ``get_explanation_subgraph()``, ``visualize_feature_importance`` with
+        ``x``). The filter is attached as ``filter_lam`` / ``filter_p`` (the curve), ``filter_reading``,
+        and ``R`` when it was computed; ``nodes`` maps local ids to the input's node ids.
+
+        Parameters
+        ----------
+        x : array-like or torch tensor, shape (n, F), optional
+            The explained nodes' features, stored as ``x``.
+
+        Returns
+        -------
+        torch_geometric.explain.Explanation
+        """
+        import warnings
+
+        from .. import _optional
+
+        torch = _optional.torch()
+        with warnings.catch_warnings():  # PyG's own import-time deprecation warnings are not ours to show
+            warnings.simplefilter("ignore", DeprecationWarning)
+            explain_mod = _optional.require("torch_geometric.explain")
+        fields = dict(node_mask=torch.as_tensor(self.q, dtype=torch.float64).reshape(-1, 1),
+                      edge_index=torch.as_tensor(self.edge_index, dtype=torch.int64), num_nodes=self.num_nodes,
+                      nodes=torch.as_tensor(self.nodes), filter_lam=torch.as_tensor(self.lam),
+                      filter_p=torch.as_tensor(self.p), filter_reading=self.reading)
+        if x is not None:
+            xt = torch.as_tensor(np.asarray(x) if not _optional.is_torch_tensor(x) else x)
+            if xt.dim() != 2 or xt.shape[0] != self.num_nodes:
+                raise ValueError(f"x must have shape ({self.num_nodes}, F) (the explained nodes), got "
+                                 f"{tuple(xt.shape)}")
+            fields["x"] = xt
+        if self.R is not None:
+            fields["R"] = torch.as_tensor(self.R)
+        return explain_mod.Explanation(**fields)
+
     def __repr__(self) -> str:
         where = "" if self.graph is None else f", graph={self.graph}"
         rows = "None" if self.R is None else f"<{self.R.shape[0]}x{self.R.shape[1]}>"
@@ -265,7 +305,7 @@ def explain_tikhonov(coeffs: ArrayLike, q: ArrayLike, L: sp.spmatrix | sp.sparra
       :math:`\bar q` of q (the explained nodes' q);
     * for at most ``max_nodes_for_rows`` explained nodes, the dense R, column by column from
       :func:`fastnips.graph.tikhonov_solve` on the identity (:math:`R = A^{-1} Q I`, one multi-column
-      solve, relative residual 1e-10 per column), and the spectrum of L (dense ``eigvalsh``).
+      solve at the default tolerance), and the spectrum of L (dense ``eigvalsh``).
 
     R has real eigenvalues in (0, 1] (it is similar to :math:`(Q^{-1/2} p(L) Q^{-1/2} + I)^{-1}`), and
     :math:`R v = v` exactly on the kernel of p(L); with :math:`p(0) = 0` this gives

@@ -43,10 +43,8 @@ __all__ = ["DEFAULT_MAX_FILL", "TikhonovFactor", "tikhonov_factorize"]
 DEFAULT_MAX_FILL = 50_000_000
 #: Backends of the factorised methods (``"direct"``: reference only; see ``checks.METHOD_BACKENDS``).
 FACTOR_BACKENDS = ("reference", "cpp")
-# The fill estimate of "direct" counts the K-hop neighbourhoods of every row up to this many nodes, and of
-# this many sampled rows (fixed seed) above.
-_FILL_EXACT_N = 4096
-_FILL_SAMPLE = 512
+# The fill bound of "direct" counts the K-hop neighbourhoods of at most this many (walk-bounded) entries at once.
+_FILL_CHUNK = 4_000_000
 
 
 class TikhonovFactor:
@@ -175,8 +173,8 @@ def tikhonov_factorize(L: sp.spmatrix | sp.sparray | ArrayLike, coeffs: ArrayLik
     backend : {"auto", "cpp", "reference"}, default "auto"
         ``"auto"``: cpp for ``"dense"`` where built, else reference. (``"cpp"``, ``"direct"``) raises.
     max_fill : float, default :data:`DEFAULT_MAX_FILL` (5e7)
-        Memory guard in stored entries (estimated nonzeros of p(L), or :math:`\sum_g n_g^2`), see
-        :func:`tikhonov_solve`.
+        Memory guard in stored entries (an upper bound on the nonzeros of p(L), or :math:`\sum_g n_g^2`),
+        see :func:`tikhonov_solve`.
     dtype : {numpy.float64, numpy.float32}, default float64
         Precision of the cpp ``"dense"`` factor (L and q are converted to it). ``"direct"`` and the
         reference always factorise in float64.
@@ -227,28 +225,58 @@ def tikhonov_factorize(L: sp.spmatrix | sp.sparray | ArrayLike, coeffs: ArrayLik
 
 
 
-def _estimate_poly_nnz(Lc: sp.csr_matrix, degree: int, stop_above: float) -> tuple[float, int]:
-    """(estimated nonzeros of p(L), rows looked at): the K-hop neighbourhood sizes (an upper bound on each
-    row of p(L), reached unless coefficients cancel) of every row when n <= _FILL_EXACT_N, else of
-    _FILL_SAMPLE rows drawn with a fixed seed, scaled to n. Stops early once the estimate passes stop_above."""
+def _poly_nnz_bound(Lc: sp.csr_matrix, degree: int, limit: float) -> tuple[float, str]:
+    r"""(a count of the K-hop neighbourhoods of all rows, how it was obtained): an upper bound on the
+    nonzeros of p(L) (row i of p(L) lies in the K-hop neighbourhood of i; reached unless coefficients
+    cancel). A result <= ``limit`` is that bound; a result > ``limit`` proves the neighbourhoods hold more
+    than ``limit`` entries. Never a sample.
+
+    With P the pattern of L + I and :math:`N_K(i)` the K-hop neighbourhood of i, in O(K nnz(L)):
+
+    * upper: :math:`|N_K(i)| \le \min(n, (P^K \mathbf 1)_i)` (walks of length K);
+    * lower: :math:`|N_K(i)| \ge 1 + \max_{j \in N_{K-1}(i)} \deg j` (a neighbour's neighbourhood).
+
+    When the upper sum is <= ``limit`` the operator fits; when the lower sum is > ``limit`` it does not
+    (a dense star is caught here at once). Only in between are the neighbourhoods counted exactly, a
+    chunk of rows at a time (each chunk's upper bounds sum to at most ``_FILL_CHUNK``, so memory stays
+    bounded), stopping as soon as the running count passes ``limit``."""
     n = Lc.shape[0]
     if n == 0 or degree == 0:
-        return float(n), n
+        return float(n), "exact"
     P = Lc.copy()
     P.eliminate_zeros()
     P = (abs(P) + sp.identity(n, format="csr")).tocsr()
     P.data[:] = 1.0
-    rows = np.arange(n) if n <= _FILL_EXACT_N else np.sort(
-        np.random.default_rng(0).choice(n, _FILL_SAMPLE, replace=False))
-    S = sp.csr_matrix((np.ones(rows.size), (np.arange(rows.size), rows)), shape=(rows.size, n))
-    est = float(rows.size)
+    walks = np.ones(n)
     for _ in range(degree):
-        S = (S @ P).tocsr()
-        S.data[:] = 1.0
-        est = min(float(S.nnz) * n / rows.size, float(n) * n)
-        if est > stop_above:
-            break
-    return est, int(rows.size)
+        walks = P @ walks
+    per_row = np.minimum(walks, float(n))
+    total = float(per_row.sum())
+    if total <= limit:
+        return total, "walk bound"
+    reach = np.diff(P.indptr).astype(np.float64)  # |N_1(j)|, then the max over (K - 1)-hop neighbourhoods
+    rows = np.repeat(np.arange(n), np.diff(P.indptr))
+    for _ in range(degree - 1):
+        nxt = reach.copy()
+        np.maximum.at(nxt, rows, reach[P.indices])
+        reach = nxt
+    lower = float(reach.sum())
+    if lower > limit:
+        return lower, "a lower bound, from the largest neighbourhood within reach of each row"
+    count, start = 0.0, 0
+    csum = np.concatenate([[0.0], np.cumsum(per_row)])
+    while start < n:
+        stop = min(max(int(np.searchsorted(csum, csum[start] + _FILL_CHUNK, side="right")) - 1, start + 1), n)
+        S = sp.csr_matrix((np.ones(stop - start), (np.arange(stop - start), np.arange(start, stop))),
+                          shape=(stop - start, n))
+        for _ in range(degree):
+            S = (S @ P).tocsr()
+            S.data[:] = 1.0
+        count += S.nnz
+        if count > limit:
+            return count, f"counted exactly over the first {stop} rows, already above"
+        start = stop
+    return count, "counted exactly"
 
 
 def _sparse_cholesky(A: sp.csc_matrix):
@@ -290,11 +318,10 @@ def _factorize(Lc, c, basis, qv, method, backend, blocks, max_fill, n_threads) -
     cheb = chebyshev_coefficients(c, basis)
     if method == "direct":
         K = _degree(cheb)
-        est, looked = _estimate_poly_nnz(Lc, K, max_fill)
-        if est > max_fill:
-            how = "exactly, from every row" if looked == n else f"from the {K}-hop neighbourhoods of {looked} rows"
+        bound, how = _poly_nnz_bound(Lc, K, max_fill)
+        if bound > max_fill:
             raise ValueError(
-                f"method='direct': p(L) would have about {est:.3g} nonzeros (degree K = {K}, counted {how}), "
+                f"method='direct': p(L) can have {bound:.3g} nonzeros (its rows' {K}-hop neighbourhoods: {how}), "
                 f"above max_fill={max_fill:.3g}. The fill-in of p(L) grows like n d^K for average degree d; use "
                 "method='cg' (matrix-free, no fill-in), or raise max_fill if the memory is there")
         L64 = Lc.astype(np.float64)

@@ -36,7 +36,9 @@ def normalized_laplacian(edge_index: ArrayLike, num_nodes: int | None, edge_weig
       sums (PyG's out-degree of ``edge_index[0]``), and L is not symmetric for a directed list.
     * **Self loops** in the input are dropped (as ``get_laplacian`` does), unless
       ``add_self_loops=True``: then, as PyG's ``add_remaining_self_loops``, a node keeps its own
-      self-loop weight (several loops on one node add up) and every other node gets a loop of weight 1.
+      self-loop weight and every other node gets a loop of weight 1. A node listed with several loops
+      keeps one, the last listed (PyG assigns them in order, so the last write wins; they are not
+      summed).
     * **Repeated edges** add up (PyG's ``coalesce`` and scipy's COO convention).
 
     Parameters
@@ -127,11 +129,11 @@ def normalized_laplacian(edge_index: ArrayLike, num_nodes: int | None, edge_weig
         A = A.maximum(A.T).tocsr()
     if add_self_loops:
         loops = np.ones(n)
-        if loop.any():
-            has = np.zeros(n, dtype=bool)
-            has[row[loop]] = True
-            loops[has] = 0.0
-            np.add.at(loops, row[loop], w[loop])
+        if loop.any():  # one loop per node: the last one listed (PyG's add_remaining_self_loops)
+            last = np.full(n, -1, dtype=np.int64)
+            np.maximum.at(last, row[loop], np.flatnonzero(loop))
+            has = last >= 0
+            loops[has] = w[last[has]]
         A = (A + sp.diags(loops, format="csr")).tocsr()
     A.sum_duplicates()
     deg = np.asarray(A.sum(axis=1)).ravel()

@@ -22,6 +22,7 @@ from torch import nn
 
 from .. import _backend
 from ._implicit import _TikhonovDeviceFn, _TikhonovSolveFn
+from ._pattern import LaplacianCache
 from .checks import (
     DEVICE_BACKENDS,
     METHODS,
@@ -115,6 +116,30 @@ def graph_operator(n: int, *, edge_index=None, L=None, num_nodes=None, edge_weig
     return _as_csr(normalized_laplacian(ei, int(num_nodes), w), np.dtype(dtype))
 
 
+def _edge_list(edge_index, n: int) -> np.ndarray:
+    """A validated PyG edge list as int64 numpy: shape (2, E), node ids in [0, n)."""
+    ei = _as_index("edge_index", edge_index, ndim=2)
+    if ei.shape[0] != 2:
+        raise ValueError(f"edge_index must have shape (2, E), got {tuple(ei.shape)}")
+    if ei.size and (ei.min() < 0 or ei.max() >= n):
+        e = int(np.flatnonzero(((ei < 0) | (ei >= n)).any(axis=0))[0])
+        raise ValueError(f"edge_index: edge {e} = ({ei[0, e]}, {ei[1, e]}) has a node id outside [0, num_nodes) = "
+                         f"[0, {n})")
+    return ei
+
+
+def _check_q_given(q, edge_index, L) -> None:
+    """The error of ``TikhonovProp()(x, edge_index)``: an edge list where q belongs."""
+    looks_like_edges = (isinstance(q, torch.Tensor) and not q.is_floating_point() and q.dim() == 2
+                        and q.shape[0] == 2) or (isinstance(q, np.ndarray) and q.ndim == 2 and q.shape[0] == 2)
+    if looks_like_edges or (edge_index is None and L is None and not isinstance(q, numbers.Real | torch.Tensor)):
+        got = f"an integer array of shape {tuple(q.shape)}" if looks_like_edges else type(q).__name__
+        raise TypeError(
+            f"TikhonovProp.forward(x, q, edge_index): the node weights q (shape (n,), > 0) are missing; the second "
+            f"argument is {got}, which looks like edge_index. Pass q, e.g. prop(x, q, edge_index), or use "
+            "TikhonovConv(...)(x, edge_index, edge_weight), which computes q with a Q-network")
+
+
 def _check_signals(x: torch.Tensor, q, n_rows: int | None = None):
     x = _check_tensor("x", x)
     if x.dim() not in (1, 2):
@@ -189,7 +214,8 @@ def tikhonov_prop(x: torch.Tensor, q: torch.Tensor | float, coeffs: torch.Tensor
     backend : str, default "auto"
         Passed to :func:`fastnips.graph.tikhonov_solve` (``"cpp"``, ``"reference"``, ``"auto"``).
     tol : float, optional
-        Relative residual of the forward solve (default: 1e-10 in float64, 1e-5 in float32).
+        Relative residual of the forward solve, :math:`\|q \circ x - A y\|_2 \le \mathrm{tol}\, \|q \circ x\|_2`
+        per column (default: 1e-11 in float64, 1e-6 in float32; see :func:`fastnips.graph.tikhonov_solve`).
     backward_tol : float, optional
         Relative residual of the adjoint solve (default: ``tol``). Gradient errors are about
         :math:`\kappa(A)` times this; use 1e-12 in float64 for ``torch.autograd.gradcheck``.
@@ -235,8 +261,9 @@ def tikhonov_prop(x: torch.Tensor, q: torch.Tensor | float, coeffs: torch.Tensor
     return _prop(x, q, coeffs, Lc, basis, backend, tol, backward_tol, method, batch)
 
 
-def _prop(x, q, coeffs, Lc, basis, backend, tol, backward_tol, method="auto", batch=None):
-    """tikhonov_prop after the checks of L, basis and tolerances (Lc: validated float64 CSR)."""
+def _prop(x, q, coeffs, Lc, basis, backend, tol, backward_tol, method="auto", batch=None, lvals=None):
+    """tikhonov_prop after the checks of L, basis and tolerances (Lc: validated float64 CSR; lvals: its
+    values as a torch tensor that requires grad, or None)."""
     ids = None if batch is None else _graph_ids(batch, Lc.shape[0])
     method = _pick_method(method, ids)
     x, q = _check_signals(x, q)
@@ -251,8 +278,8 @@ def _prop(x, q, coeffs, Lc, basis, backend, tol, backward_tol, method="auto", ba
     b = _backend.resolve(backend, op="tikhonov_prop", supported=SOLVE_BACKENDS, check=_method_check(method),
                          like=x if method == "cg" else None)
     if b in DEVICE_BACKENDS:
-        return _TikhonovDeviceFn.apply(x, q, coeffs, Lc, basis, b, tol, backward_tol)
-    return _TikhonovSolveFn.apply(x, q, coeffs, Lc, basis, b, tol, backward_tol, method, ids)
+        return _TikhonovDeviceFn.apply(x, q, coeffs, lvals, Lc, basis, b, tol, backward_tol)
+    return _TikhonovSolveFn.apply(x, q, coeffs, lvals, Lc, basis, b, tol, backward_tol, method, ids)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -303,7 +330,7 @@ class TikhonovProp(nn.Module):
     backend : str, default "auto"
         Solver backend (:func:`fastnips.graph.tikhonov_solve`).
     tol : float, optional
-        Forward relative residual (default: 1e-10 in float64, 1e-5 in float32).
+        Forward relative residual (default: 1e-11 in float64, 1e-6 in float32; :func:`tikhonov_prop`).
     backward_tol : float, optional
         Adjoint relative residual (default: ``tol``).
     method : {"auto", "cg", "direct", "dense"}, default "auto"
@@ -407,19 +434,52 @@ class TikhonovProp(nn.Module):
         L : sparse or dense matrix, shape (n, n), keyword only
             A precomputed normalized Laplacian, instead of ``edge_index`` (reuse it across layers).
         edge_weight : tensor or array, shape (E,), optional
-            Non-negative edge weights, with ``edge_index``.
+            Non-negative edge weights, with ``edge_index``. Differentiable: when it requires grad, the
+            backward's adjoint solve also gives :math:`\partial \ell / \partial L_{ij}` on L's entries
+            and autograd carries it to the weights (where both directions of an edge carry one weight,
+            each gets half of the pair's gradient; see :mod:`fastnips.graph._pattern`).
 
         Returns
         -------
         torch.Tensor, shape and dtype of x
+
+        Notes
+        -----
+        With ``edge_index``, the sparsity pattern of L is built once and cached in the module
+        (:class:`~fastnips.graph._pattern.LaplacianCache`): a later call with the same tensor (not
+        modified in place) or an equal edge list reuses it, anything else rebuilds it, and the values are
+        recomputed from ``edge_weight`` on every call, so a stale L is impossible. Pass
+        ``L=`` to skip the edge list altogether.
         """
         x = _check_tensor("x", x)
         if x.dim() not in (1, 2):
             raise ValueError(f"x must have shape (n,) or (n, F), got {tuple(x.shape)}")
-        Lc = graph_operator(x.shape[0], edge_index=edge_index, L=L, num_nodes=num_nodes, edge_weight=edge_weight,
-                            batch=batch)
+        _check_q_given(q, edge_index, L)
+        Lc, lvals = self.laplacian(x.shape[0], edge_index=edge_index, L=L, num_nodes=num_nodes,
+                                   edge_weight=edge_weight, batch=batch)
         return _prop(x, q, self.coefficients(), Lc, self.basis, self.backend, self.tol, self.backward_tol,
-                     self.method, batch)
+                     self.method, batch, lvals)
+
+    def laplacian(self, n: int, *, edge_index: ArrayLike | None = None,
+                  L: sp.spmatrix | sp.sparray | ArrayLike | None = None, num_nodes: int | None = None,
+                  edge_weight: ArrayLike | None = None, batch: ArrayLike | None = None,
+                  add_self_loops: bool = False) -> tuple[sp.csr_matrix, torch.Tensor | None]:
+        """(L, its values as a tensor that requires grad, or None) for ``forward``: from ``L``, or from
+        ``edge_index`` through the module's :class:`~fastnips.graph._pattern.LaplacianCache` (the pattern
+        is built once per graph; the values follow ``edge_weight`` on every call)."""
+        if L is not None or edge_index is None:
+            return graph_operator(n, edge_index=edge_index, L=L, num_nodes=num_nodes, edge_weight=edge_weight,
+                                  batch=batch), None
+        if num_nodes is not None and (isinstance(num_nodes, bool) or not isinstance(num_nodes, numbers.Integral)
+                                      or num_nodes != n):
+            raise ValueError(f"num_nodes = {num_nodes!r} but x has {n} rows (one per node)")
+        if not hasattr(self, "_laplacian_cache"):
+            self._laplacian_cache = LaplacianCache()
+        ei_np = lambda: _edge_list(edge_index, n)
+        Lc, lvals = self._laplacian_cache.laplacian(edge_index, ei_np, n, edge_weight, add_self_loops)
+        if batch is not None:
+            check_batch(batch, self._laplacian_cache.pattern_edges(), n)
+        return Lc, lvals
 
     def extra_repr(self) -> str:
         """The hyperparameters, for ``repr``."""

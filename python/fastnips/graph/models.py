@@ -22,6 +22,7 @@ import torch
 from numpy.typing import ArrayLike
 from torch import nn
 
+from ._pattern import check_edge_weight
 from .baselines import _positive_int, global_pool
 from .layers import TikhonovProp, _as_index, check_batch, graph_operator
 
@@ -263,13 +264,16 @@ class TikhonovGNN(nn.Module):
         -------
         torch.Tensor, shape (num_graphs, out_channels) or (n, out_channels)
         """
-        x, ei, b, edge_weight, num_graphs, L = self._inputs(x, edge_index, batch, edge_weight, num_graphs)
+        x, ei, b, edge_weight, num_graphs, raw_ei = self._inputs(x, edge_index, batch, edge_weight, num_graphs)
         src = torch.as_tensor(ei[0], device=x.device)
         dst = torch.as_tensor(ei[1], device=x.device)
 
         q = self.node_weights(x, src, dst, edge_weight, b)
         self.last_q = q.detach()
-        h = self.prop(self.lin_in(x), q, L=L, batch=b)  # the batch lets method="auto" pick the dense solver
+        # L from the edge list through prop's cache (differentiable in edge_weight); the batch lets
+        # method="auto" pick the dense solver
+        h = self.prop(self.lin_in(x), q, raw_ei if isinstance(raw_ei, torch.Tensor) else ei, edge_weight=edge_weight,
+                      batch=b)
         if self.task == "node":
             return self.classifier(h)
         return self.classifier(self._pool(h, b, num_graphs))
@@ -339,7 +343,8 @@ class TikhonovGNN(nn.Module):
         from .explain import explain_tikhonov
 
         data_or_x = self._features_as_tensor(data_or_x)
-        x, ei, b, edge_weight, _, L = self._inputs(data_or_x, edge_index, batch, edge_weight, None)
+        x, ei, b, edge_weight, _, _ = self._inputs(data_or_x, edge_index, batch, edge_weight, None)
+        L = graph_operator(x.shape[0], edge_index=ei, edge_weight=edge_weight)
         src = torch.as_tensor(ei[0], device=x.device)
         dst = torch.as_tensor(ei[1], device=x.device)
         q = self.node_weights(x, src, dst, edge_weight, b)
@@ -370,7 +375,8 @@ class TikhonovGNN(nn.Module):
     def _inputs(self, x, edge_index, batch, edge_weight, num_graphs):
         """Unpack a PyG-like object and validate (x, edge_index, batch, edge_weight); build L (float64 CSR).
 
-        Returns ``(x, edge_index as int64 numpy, batch as int64 numpy or None, edge_weight, num_graphs, L)``.
+        Returns ``(x, edge_index as int64 numpy, batch as int64 numpy or None, edge_weight, num_graphs,
+        edge_index as given)``; the weights are checked by the Laplacian's builder (finite, >= 0).
         """
         if not isinstance(x, torch.Tensor) and hasattr(x, "x") and hasattr(x, "edge_index"):
             if edge_index is not None or batch is not None or edge_weight is not None or num_graphs is not None:
@@ -402,9 +408,8 @@ class TikhonovGNN(nn.Module):
             if edge_weight.shape != (ei.shape[1],):
                 raise ValueError(f"edge_weight must have shape (E,) = ({ei.shape[1]},), got {tuple(edge_weight.shape)}")
             edge_weight = edge_weight.to(device=x.device, dtype=x.dtype)
-        # one Laplacian for the whole block-diagonal batch (validates weights too)
-        L = graph_operator(n, edge_index=ei, edge_weight=edge_weight)
-        return x, ei, b, edge_weight, num_graphs, L
+        check_edge_weight(edge_weight, ei.shape[1])
+        return x, ei, b, edge_weight, num_graphs, edge_index
 
     def _pool(self, h, b, num_graphs):
         if num_graphs is not None:

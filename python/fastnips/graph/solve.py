@@ -16,6 +16,7 @@ from numpy.typing import ArrayLike
 
 from .. import _backend, _optional
 from .checks import (
+    ACCURACY,  # noqa: F401  (documented next to tikhonov_solve)
     DEFAULT_TOL,  # noqa: F401  (documented next to tikhonov_solve)
     DEVICE_BACKENDS,
     METHOD_BACKENDS,  # noqa: F401
@@ -35,10 +36,11 @@ from .checks import (
     _to_numpy,
     _tolerance,
     _weights,
+    condition_bound,
 )
 from .factor import DEFAULT_MAX_FILL, _factorize
-from .polynomial import _chebyshev_sum, _check_polynomial, chebyshev_coefficients
-from .reference import tikhonov_solve_reference
+from .polynomial import _chebyshev_sum, _check_polynomial, _extrema_on_interval, chebyshev_coefficients
+from .reference import scaled_norms, tikhonov_solve_reference
 
 __all__ = ["TikhonovInfo", "tikhonov_solve"]
 
@@ -65,11 +67,12 @@ class TikhonovInfo:
         Final true relative residuals :math:`\\|q \\circ x - (p(L) + Q) y\\|_2 / \\|q \\circ x\\|_2`,
         recomputed from the returned solution (0 for a zero right-hand side).
     converged : ndarray of bool, shape (F,)
-        ``residuals <= tol``.
+        ``residuals <= tol``, whatever the method (a warning comes with every False).
     tol : float
         The tolerance used.
     maxiter : int
-        The iteration limit used, per column (0 for ``"direct"`` and ``"dense"``).
+        The iteration limit used, per column (0 where no iteration ran: ``"direct"``, ``"dense"`` and the
+        reference's ``"spsolve"``).
     jacobi_diagonal : str or None
         cpp only: ``"exact"`` when the preconditioner used diag(p(L)) exactly, ``"truncated"`` when it
         used the exact diagonal of p's degree-2 Chebyshev part instead, because the exact one would
@@ -131,13 +134,22 @@ def tikhonov_solve(L: sp.spmatrix | sp.sparray | ArrayLike, coeffs: ArrayLike, q
         certificate) and a p that dips below 0 raises ``ValueError``: the solution would not be a
         minimiser.
     tol : float, optional
-        Relative residual per column, :math:`\|q \circ x - A y\|_2 \le \mathrm{tol}\, \|q \circ x\|_2`.
-        Default 1e-10 for float64 and 1e-5 for float32 computations. Must lie in (0, 1). Only ``"cg"``
-        iterates to it; ``"direct"`` and ``"dense"`` solve to rounding error (checked, not used).
+        Relative residual per column, :math:`\|q \circ x - A y\|_2 \le \mathrm{tol}\, \|q \circ x\|_2` (the
+        true residual, recomputed from the returned Y, with norms scaled so that they neither underflow
+        nor overflow). It bounds the solution's error by :math:`\|y - y^*\|_2 / \|y^*\|_2 \le
+        \kappa(A)\, \mathrm{tol}`. Default 1e-11 for float64 and 1e-6 for float32 computations: one decade
+        below the accuracy the defaults are meant to deliver, :math:`\max|Y - Y^*| \le 10^{-10}` (float64)
+        and :math:`10^{-5}` (float32) relative to :math:`\max|Y^*|` against a dense solve (the Jacobi
+        preconditioned error is a few times the residual in practice, not :math:`\kappa` times; numbers in
+        docs/notes/graph.md). Must lie in (0, 1). Only ``"cg"`` iterates to it; ``"direct"`` and ``"dense"``
+        solve to rounding error and report (and warn) against the same tol when ``return_info=True``.
     maxiter : int, optional
-        CG iterations per column (``"cg"`` only). Default: twice the unpreconditioned CG bound
-        :math:`\lceil \tfrac12 \sqrt{\kappa} \ln(2\sqrt{\kappa}/\mathrm{tol}) \rceil` with
-        :math:`\kappa = (\max_{[0,2]} p + \max q) / \min q`, plus 50.
+        CG iterations per column (``"cg"`` only), at most 2**62. Default: twice the unpreconditioned CG
+        bound :math:`\lceil \tfrac12 \sqrt{\kappa} \ln(2\sqrt{\kappa}/\mathrm{tol}) \rceil` with
+        :math:`\kappa = (\max_{[0,2]} p + \max q) / (\min_{[0,2]} p + \min q)`, plus 50, capped at
+        :math:`\max(1000, 10 n)` (CG ends in n steps in exact arithmetic; the cap keeps a hopeless
+        :math:`\kappa`, such as q = 1e-40 gives, finite). ``info.maxiter`` and the warning name the limit
+        that ran (0 for a direct solve).
     backend : {"auto", "cpp", "reference", "triton", "cuda"}, default "auto"
         The implementation; what each one does depends on ``method`` (see the Notes, with the table of
         (backend, method) pairs). For ``method="cg"``:
@@ -170,7 +182,8 @@ def tikhonov_solve(L: sp.spmatrix | sp.sparray | ArrayLike, coeffs: ArrayLike, q
         (host X); for the factorised methods, cpp where the method has it, else reference.
     return_info : bool, default False
         Also return a :class:`TikhonovInfo` (iterations, true final residuals, convergence flags). For
-        ``"direct"`` and ``"dense"`` the residuals are computed only then (K more sparse products).
+        ``"direct"`` and ``"dense"`` the residuals cost K more sparse products (computed either way, for
+        the warning).
     n_threads : int, default 0
         OpenMP threads for cpp (0: the OpenMP default, ``OMP_NUM_THREADS``).
     method : {"auto", "cg", "direct", "dense"}, default "auto"
@@ -184,11 +197,14 @@ def tikhonov_solve(L: sp.spmatrix | sp.sparray | ArrayLike, coeffs: ArrayLike, q
         ``"dense"`` (one block per graph) and by ``"auto"``; checked and otherwise ignored by ``"cg"`` and
         ``"direct"``. Without it, ``"dense"`` takes the connected components of L as its blocks.
     max_fill : float, default :data:`DEFAULT_MAX_FILL` (5e7)
-        Memory guard, in stored entries. ``"direct"``: the nonzeros of p(L), estimated before it is formed
-        (the :math:`K`-hop neighbourhood sizes of every row up to 4096 nodes, of 512 sampled rows above);
-        ``"dense"``: :math:`\sum_g n_g^2`, the dense blocks. Above it, ``ValueError`` (suggesting
-        ``method="cg"``) instead of an out-of-memory crash. 5e7 entries are about 0.6 GB for a sparse
-        float64 matrix with int32 indices; pass ``float("inf")`` to switch the guard off.
+        Memory guard, in stored entries. ``"direct"``: an upper bound on the nonzeros of p(L), the sizes of
+        the K-hop neighbourhoods of all rows, computed before p(L) is formed (a walk-count bound, K sparse
+        matrix-vector products; where that exceeds ``max_fill``, an exact count, a chunk of rows at a time
+        in bounded memory, stopping as soon as it passes ``max_fill``); ``"dense"``: :math:`\sum_g n_g^2`,
+        the dense blocks. Above it, ``ValueError`` (suggesting ``method="cg"``) instead of an
+        out-of-memory crash. 5e7 entries are about 0.6 GB for a sparse float64 matrix with int32 indices;
+        pass ``float("inf")`` to switch the guard off. It bounds p(L), not the Cholesky factor, whose
+        fill-in depends on the ordering (``info.nnz_factor`` reports it).
 
     Returns
     -------
@@ -212,8 +228,10 @@ def tikhonov_solve(L: sp.spmatrix | sp.sparray | ArrayLike, coeffs: ArrayLike, q
     Warns
     -----
     RuntimeWarning
-        When some column has not reached ``tol`` within ``maxiter`` iterations (the best iterate is
-        returned; see ``return_info``).
+        Whenever some column's true relative residual is above ``tol``, for every method: ``"cg"`` when it
+        has not reached ``tol`` within ``maxiter`` iterations (the best iterate is returned), ``"direct"`` /
+        ``"dense"`` when rounding in an ill-conditioned operator leaves it above (``info.converged`` is
+        then False for those columns, and only then).
 
     Notes
     -----
@@ -301,10 +319,12 @@ def tikhonov_solve(L: sp.spmatrix | sp.sparray | ArrayLike, coeffs: ArrayLike, q
     ids = None if batch is None else _graph_ids(batch, n)
     blocks = None if ids is None else _batch_blocks(ids, Lc)
     how = _pick_method(method, ids)
-    maxiter = _maxiter(maxiter, pmax, qv, tol)
+    kappa = condition_bound(_extrema_on_interval(c, basis)[0], pmax, qv)
+    maxiter = _maxiter(maxiter, kappa, tol, n)
     max_fill = _max_fill(max_fill)
 
     F = X2.shape[1]
+    X2, scales = _scale_columns(X2, qv)  # exact powers of two: no norm under- or overflows, Y scales back
     diag = nnz_factor = None
     if n == 0 or F == 0:  # nothing to solve
         Y = np.zeros((n, F), dtype=dtype)
@@ -313,39 +333,52 @@ def tikhonov_solve(L: sp.spmatrix | sp.sparray | ArrayLike, coeffs: ArrayLike, q
         factor = _factorize(Lc, c, basis, qv, how, b, blocks, max_fill, n_threads)
         Y = factor._apply_inverse(X2, scaled=True).astype(dtype, copy=False)
         iterations, what, nnz_factor = np.zeros(F, np.int64), factor.solver, factor.nnz_factor
-        residuals = _relative_residuals(Lc, chebyshev_coefficients(c, basis), qv, X2, Y) if return_info else np.zeros(F)
+        residuals = _relative_residuals(Lc, chebyshev_coefficients(c, basis), qv, X2, Y)
     elif b == "cpp":
         cheb = chebyshev_coefficients(c, basis)
-        Y, iterations, residuals, _, exact = _backend.native().tikhonov_solve_cg(
-            Lc.indptr, Lc.indices, Lc.data, cheb, qv, X2, float(tol), int(maxiter), n_threads=n_threads,
-            diagonal=_DIAGONAL_AUTO)
+        try:
+            Y, iterations, residuals, _, exact = _backend.native().tikhonov_solve_cg(
+                Lc.indptr, Lc.indices, Lc.data, cheb, qv, X2, float(tol), int(maxiter), n_threads=n_threads,
+                diagonal=_DIAGONAL_AUTO)
+        except ValueError as exc:
+            raise _rounding_hint(exc, kappa, dtype) from None
         what, diag = "cg-jacobi", ("exact" if exact else "truncated")
     else:
         Y, iterations, residuals, what = tikhonov_solve_reference(Lc, c, qv, X2, basis=basis, tol=tol,
                                                                   maxiter=maxiter)
         Y = Y.astype(dtype, copy=False)
+    Y = Y / scales.astype(Y.dtype)
     Y = Y.reshape(n) if vector else Y
     if torch_out:
         torch = _optional.torch()
         Y = torch.from_numpy(np.ascontiguousarray(Y))
-    return _finish(Y, return_info, b, what, iterations, residuals, tol, maxiter if how == "cg" else 0,
-                   diag=diag, nnz_factor=nnz_factor)
+    return _finish(Y, return_info, b, what, iterations, residuals, tol, maxiter, diag=diag, nnz_factor=nnz_factor)
+
+
+#: What ``TikhonovInfo.method`` says for the iterative solvers (the others solve directly).
+_ITERATIVE = ("cg-jacobi", "cg")
 
 
 def _finish(Y, return_info: bool, backend: str, what: str, iterations, residuals, tol: float, maxiter: int, *,
             diag=None, nnz_factor=None):
-    """The common tail of every solve path: the non-convergence warning (iterative methods) and the info."""
+    """The common tail of every solve path: ``converged = residuals <= tol`` for every method, a warning
+    whenever some column is not converged, and the info (``maxiter`` 0 where no iteration ran)."""
     iterations = np.asarray(iterations, dtype=np.int64)
     residuals = np.asarray(residuals, dtype=np.float64)
     converged = residuals <= tol
     F = residuals.shape[0]
-    if maxiter and F and not converged.all():
-        bad = np.flatnonzero(~converged)
-        warnings.warn(
-            f"tikhonov_solve: {bad.size} of {F} columns did not reach tol={tol:g} in maxiter={maxiter} "
-            f"iterations (worst relative residual {residuals.max():.3g}, column {int(np.argmax(residuals))}); "
-            "raise maxiter or check the conditioning (small q makes the system hard)",
-            RuntimeWarning, stacklevel=3)
+    maxiter = maxiter if what in _ITERATIVE else 0
+    if F and not converged.all():
+        worst = f"worst relative residual {residuals.max():.3g}, column {int(np.argmax(residuals))}"
+        if maxiter:
+            msg = (f"{int((~converged).sum())} of {F} columns did not reach tol={tol:g} in maxiter={maxiter} "
+                   f"iterations ({worst}, after {int(iterations.max())} iterations); raise maxiter or check the "
+                   "conditioning (small q makes the system hard)")
+        else:
+            msg = (f"{int((~converged).sum())} of {F} columns of the direct solve ({what}) have a residual above "
+                   f"tol={tol:g} ({worst}): rounding amplified by the conditioning of p(L) + diag(q) (small q "
+                   "makes it worse); compute in float64 or raise tol")
+        warnings.warn(f"tikhonov_solve: {msg}", RuntimeWarning, stacklevel=3)
     if not return_info:
         return Y
     return Y, TikhonovInfo(backend=backend, method=what, iterations=iterations, residuals=residuals,
@@ -399,15 +432,25 @@ def _solve_on_device(L, coeffs, q, X, *, basis, tol, maxiter, backend, return_in
     c = _coefficients(coeffs)
     pmax = _check_polynomial(c, basis)
     tol = _tolerance(tol, dtype)
-    maxiter = _maxiter(maxiter, pmax, np.array([qmin, qmax]), tol)
+    kappa = condition_bound(_extrema_on_interval(c, basis)[0], pmax, np.array([qmin, qmax]))
+    maxiter = _maxiter(maxiter, kappa, tol, n)
     F = 1 if X.dim() == 1 else X.shape[1]
     if n == 0 or F == 0:
         Y, iterations, residuals = torch.zeros_like(X), np.zeros(F, np.int64), np.zeros(F)
     else:
         t = lambda a: torch.as_tensor(a, device=X.device)
-        Y, iterations, residuals = device_tikhonov_solve(
-            t(Lc.indptr), t(Lc.indices), t(Lc.data), chebyshev_coefficients(c, basis), qt, X.contiguous(), tol=tol,
-            maxiter=maxiter, backend=backend)
+        X2 = X.reshape(n, -1)
+        A = X2.abs().double()
+        k = column_scale_exponents((A * qt.double()[:, None]).amax(dim=0).cpu().numpy(),
+                                   A.amax(dim=0).cpu().numpy(), dtype)  # as _scale_columns
+        scales = torch.as_tensor(np.ldexp(1.0, k), device=X.device).to(X.dtype)
+        try:
+            Y, iterations, residuals = device_tikhonov_solve(
+                t(Lc.indptr), t(Lc.indices), t(Lc.data), chebyshev_coefficients(c, basis), qt,
+                (X2 * scales).reshape(X.shape).contiguous(), tol=tol, maxiter=maxiter, backend=backend)
+        except ValueError as exc:
+            raise _rounding_hint(exc, kappa, dtype) from None
+        Y = (Y.reshape(n, -1) / scales).reshape(X.shape)
     if numpy_in:
         Y = Y.cpu().numpy()
     return _finish(Y, return_info, backend, "cg-jacobi", iterations, residuals, tol, maxiter, diag="truncated")
@@ -415,12 +458,49 @@ def _solve_on_device(L, coeffs, q, X, *, basis, tol, maxiter, backend, return_in
 
 
 def _relative_residuals(Lc, cheb, qv, X2, Y) -> np.ndarray:
-    r""":math:`\|q \circ x - A y\|_2 / \|q \circ x\|_2` per column, in float64 (0 for a zero column)."""
+    r""":math:`\|q \circ x - A y\|_2 / \|q \circ x\|_2` per column, in float64 (0 for a zero column), with
+    norms that neither underflow nor overflow (:func:`scaled_norms`)."""
     L64 = Lc.astype(np.float64)
     q64, Y64 = qv.astype(np.float64)[:, None], Y.astype(np.float64)
     B = q64 * X2.astype(np.float64)
     R = B - (_chebyshev_sum(L64, cheb, Y64) + q64 * Y64)
-    bnorm = np.linalg.norm(B, axis=0)
-    return np.divide(np.linalg.norm(R, axis=0), bnorm, out=np.zeros(B.shape[1]), where=bnorm > 0)
+    bnorm = scaled_norms(B)
+    return np.divide(scaled_norms(R), bnorm, out=np.zeros(B.shape[1]), where=bnorm > 0)
+
+
+def column_scale_exponents(bmax: np.ndarray, xmax: np.ndarray, dtype) -> np.ndarray:
+    """Exponents k_c such that 2^k_c max |q o x_c| lies in [0.5, 1) (the right-hand side; 0 for a zero
+    column), lowered where 2^k_c max |x_c| would come within a factor 16 of the dtype's overflow."""
+    _, eb = np.frexp(np.asarray(bmax, dtype=np.float64))
+    _, ex = np.frexp(np.asarray(xmax, dtype=np.float64))
+    k = np.minimum(-eb.astype(np.int64), np.finfo(dtype).maxexp - 5 - ex.astype(np.int64))
+    return np.where(np.asarray(bmax) > 0, k, 0)
+
+
+def _scale_columns(X2: np.ndarray, qv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(X2 with column c multiplied by scales[c], scales): powers of two (exact) bringing the right-hand
+    side q o x_c to a maximum in [0.5, 1), so that no solver's norm of a tiny or huge right-hand side under-
+    or overflows (||1e-170 e_0||^2 is 0 in float64); the solution scales back exactly."""
+    if X2.size == 0:
+        return X2, np.ones(X2.shape[1])
+    A = np.abs(X2).astype(np.float64)
+    k = column_scale_exponents((A * qv.astype(np.float64)[:, None]).max(axis=0), A.max(axis=0), X2.dtype)
+    scales = np.ldexp(1.0, k)
+    return (X2 * scales.astype(X2.dtype)).astype(X2.dtype, copy=False), scales
+
+
+def _rounding_hint(exc: ValueError, kappa: float, dtype: np.dtype) -> ValueError:
+    """The CG's "not positive definite" error, with the likelier cause when kappa * eps is not small: in
+    this precision the operator is numerically singular, whatever L's symmetry."""
+    msg = str(exc)
+    eps = float(np.finfo(dtype).eps)
+    if "not positive definite" not in msg or kappa * eps < 1e-3:
+        return exc
+    return ValueError(
+        f"{msg}. Here, more likely, rounding: p(L) + diag(q) can have condition number up to "
+        f"(max p + max q) / (min p + min q) = {kappa:.3g}, and {kappa:.3g} * eps({np.dtype(dtype).name}) = "
+        f"{kappa * eps:.3g}, so in {np.dtype(dtype).name} the operator is numerically singular. "
+        + ("Compute in float64 (pass X as float64) or raise q (e.g. q_min)" if dtype == np.float32 else
+           "Raise q (e.g. q_min) or min p (a p with p(0) = 0 and tiny q leaves the constant signal undetermined)"))
 
 
