@@ -8,9 +8,9 @@
 3. The same loss called the PyG way: ``edge_index`` and a batch object read by attribute (``y``, ``edge_y``,
    ``batch``).
 
-Synthetic data only: the paper's 3DSSG scenes need a signed data agreement. Run: ``python
-examples/scenegraph_loss.py`` (needs torch; about 10 s on 2 cores). Seeded, step-budgeted: the numbers repeat
-for a given torch build and thread count.
+Synthetic data only: the paper's 3DSSG scenes need a signed data agreement.
+Run: ``python examples/scenegraph_loss.py`` (needs torch; about 10 s on 2 cores). Seeded, step-budgeted: the
+numbers repeat for a given torch build and thread count.
 """
 
 from __future__ import annotations

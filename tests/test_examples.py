@@ -28,6 +28,8 @@ SCRIPTS = {  # script: its marks
     "scenegraph_loss.py": [],
     "concepts_grace.py": [],
     "graph_pyg.py": [],
+    "rl_irl.py": [],
+    "rl_pbrl.py": [],
 }
 
 

@@ -97,6 +97,12 @@ def _concepts(seed, n):
     return demo_concepts(seed, values=True)
 
 
+def _rl(seed, n):
+    from .rl.demo import demo_rl
+
+    return demo_rl(seed, values=True)
+
+
 CAPABILITIES = (
     Capability("spmm", "sparse x dense product Y = A @ X on every backend present, checked against scipy",
                "SpMM on a skewed random graph, every backend", (), _spmm),
@@ -114,6 +120,8 @@ CAPABILITIES = (
                "Hellinger triplet loss on synthetic 3-D scenes", ("torch",), _scenegraph),
     Capability("concepts", "GRACE concept decomposition vs per-instance lasso on planted concepts",
                "GRACE on planted concepts, 10 epochs", ("torch",), _concepts),
+    Capability("rl", "exact soft VI on a 100x100 gridworld; max-ent IRL (geometric vs gradient); constrained PbRL",
+               "tabular soft VI, IRL and constrained PbRL", (), _rl),
 )
 NAMES = tuple(c.name for c in CAPABILITIES)
 
