@@ -31,6 +31,9 @@
 #     htcID          SEMID::htcID(MixedGraph(L, O), tianDecompose = FALSE)  (plain FDD HTC)
 #     htcID_tian     SEMID::htcID(MixedGraph(L, O))  (default: per Tian c-component)
 #     graphID.htcID  SEMID::graphID.htcID(L, O)      (original FDD code; returns 1-based nodes)
+#     edgewiseID_tian, edgewiseTSID, ancestralID  SEMID's functions with their defaults (Tian decomposition;
+#                    edgewiseID: subsetSizeControl = 3); only when named in "functions"
+#     globalID       SEMID::globalID(MixedGraph(L, O)); "identified_nodes" = all nodes iff TRUE
 # For htcID/htcID_tian a node is "identified" when all its incoming directed
 # edges are identified (no unsolved parents); parentless nodes count as
 # identified. "identifiable" means every node is identified.
@@ -55,6 +58,7 @@ suppressPackageStartupMessages({
 })
 
 ALL_FUNCTIONS <- c("htcID", "htcID_tian", "graphID.htcID")
+EXTRA_FUNCTIONS <- c("edgewiseID_tian", "edgewiseTSID", "ancestralID", "globalID")
 
 edge_matrix <- function(edges, n, what, id) {
   # edges: list of length-2 lists/vectors (0-based); returns k x 2 1-based matrix
@@ -97,6 +101,10 @@ htc_nodes <- function(res, n) {
   which(vapply(res$unsolvedParents, length, integer(1)) == 0L)
 }
 
+mixed_graph_runner <- function(f) {
+  list(prepare = function(L, O) MixedGraph(L, O), call = f, nodes = htc_nodes)
+}
+
 RUNNERS <- list(
   "htcID" = list(
     prepare = function(L, O) MixedGraph(L, O),
@@ -112,6 +120,14 @@ RUNNERS <- list(
     prepare = function(L, O) list(L = L, O = O),
     call = function(x) graphID.htcID(x$L, x$O),
     nodes = function(res, n) as.integer(res)   # NULL -> integer(0)
+  ),
+  "edgewiseID_tian" = mixed_graph_runner(function(x) edgewiseID(x)),
+  "edgewiseTSID" = mixed_graph_runner(function(x) edgewiseTSID(x)),
+  "ancestralID" = mixed_graph_runner(function(x) ancestralID(x)),
+  "globalID" = list(   # "identified nodes": all of them when globally identifiable, else none
+    prepare = function(L, O) MixedGraph(L, O),
+    call = function(x) globalID(x),
+    nodes = function(res, n) if (isTRUE(res)) seq_len(n) else integer(0)
   )
 )
 
@@ -147,10 +163,10 @@ main <- function(args) {
   }
   spec <- fromJSON(args[[1]], simplifyVector = FALSE)
   fns <- if (is.null(spec$functions)) ALL_FUNCTIONS else as.character(unlist(spec$functions))
-  bad <- setdiff(fns, ALL_FUNCTIONS)
+  bad <- setdiff(fns, c(ALL_FUNCTIONS, EXTRA_FUNCTIONS))
   if (length(bad) > 0) {
     stop(sprintf("unknown function(s): %s (known: %s)",
-                 paste(bad, collapse = ", "), paste(ALL_FUNCTIONS, collapse = ", ")))
+                 paste(bad, collapse = ", "), paste(c(ALL_FUNCTIONS, EXTRA_FUNCTIONS), collapse = ", ")))
   }
   repeats <- if (is.null(spec$repeats)) 5L else as.integer(spec$repeats)
   if (length(repeats) != 1 || is.na(repeats) || repeats < 1) {

@@ -61,6 +61,12 @@ def _htc(seed, n):
     return demo_htc(seed)
 
 
+def _semid(seed, n):
+    from .causal._demo import demo_semid_family
+
+    return demo_semid_family(seed)
+
+
 def _graph(seed, n):
     from ._demo_rows import demo_graph
 
@@ -108,6 +114,8 @@ CAPABILITIES = (
                "SpMM on a skewed random graph, every backend", (), _spmm),
     Capability("htc", "half-trek identifiability of linear SEMs: classic graphs, random DAGs, a chain",
                "half-trek criterion, classic and random graphs", (), _htc),
+    Capability("semid", "SEMID's identification family (edgewise+Tian, edgewiseTSID, ancestralID, globalID)",
+               "SEMID's criteria on its README example and a random DAG", (), _semid),
     Capability("graph", "a TikhonovGNN trained on BA-motifs: test accuracy and explanation AUROC",
                "TikhonovGNN on BA-motifs, 20 epochs", ("torch",), _graph),
     Capability("prune", "Wanda 50 % on the shipped tiny decoder, block-wise reconstruction: perplexity",

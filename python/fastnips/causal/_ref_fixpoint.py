@@ -130,15 +130,17 @@ def tian_decompose(g: _G) -> tuple[list[dict], np.ndarray]:
             first_in_scc[scc[v]] = v
     for i, j in g.bidirected:
         union(i, j)
-    roots = sorted({find(v) for v in range(n)}, key=lambda r: min(v for v in range(n) if find(v) == r))
-    cid = {r: k for k, r in enumerate(roots)}
-    component = np.array([cid[find(v)] for v in range(n)], dtype=np.int64)
+    members: dict[int, list[int]] = {}  # root -> its nodes, ascending; roots in order of their smallest node
+    for v in range(n):
+        members.setdefault(find(v), []).append(v)
+    component = np.zeros(n, dtype=np.int64)
+    for c, internal in enumerate(members.values()):
+        component[internal] = c
 
     position = _condensation_positions(g, scc)
 
     comps = []
-    for c in range(len(roots)):
-        internal = [v for v in range(n) if component[v] == c]
+    for internal in members.values():
         inset = set(internal)
         incoming = sorted({p for v in internal for p in g.pa[v]} - inset)
         top_order = sorted(internal + incoming, key=lambda v: position[v])

@@ -21,8 +21,8 @@ class _G:
 
     def __init__(self, n: int, directed: Any, bidirected: Any) -> None:
         self.n = int(n)
-        self.directed = [(int(i), int(j)) for i, j in np.asarray(directed, dtype=np.int64).reshape(-1, 2)]
-        self.bidirected = [(int(i), int(j)) for i, j in np.asarray(bidirected, dtype=np.int64).reshape(-1, 2)]
+        self.directed = list(map(tuple, np.asarray(directed, dtype=np.int64).reshape(-1, 2).tolist()))
+        self.bidirected = list(map(tuple, np.asarray(bidirected, dtype=np.int64).reshape(-1, 2).tolist()))
         self.pa: list[list[int]] = [[] for _ in range(self.n)]
         self.ch: list[list[int]] = [[] for _ in range(self.n)]
         self.sib: list[list[int]] = [[] for _ in range(self.n)]

@@ -9,6 +9,8 @@ The randomized HTC and edgewise tests evaluate the half-trek matrix
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from ._ref_mixed_graph import _G
@@ -17,6 +19,7 @@ DEFAULT_PRIME = (1 << 61) - 1
 """The Mersenne prime :math:`2^{61} - 1` used by the randomized rank test."""
 
 
+@lru_cache(maxsize=64)
 def _is_prime(p: int) -> bool:
     """Deterministic Miller-Rabin for p < 3.3e24 (covers every 64-bit integer)."""
     if p < 2:
@@ -45,8 +48,8 @@ def _is_prime(p: int) -> bool:
 def _check_method_prime(method: str, prime: int) -> None:
     if method not in ("randomized", "maxflow"):
         raise ValueError(f"method must be 'randomized' or 'maxflow', got {method!r}")
-    if not _is_prime(int(prime)) or int(prime) >= 1 << 62:
-        raise ValueError(f"prime must be a prime below 2**62, got {prime!r}")
+    if not _is_prime(int(prime)) or not 3 <= int(prime) < 1 << 62:
+        raise ValueError(f"prime must be a prime number p with 3 <= p < 2**62, got {prime!r}")
 
 
 def _rref(R: list[list[int]], p: int, ncols: int | None = None) -> list[int]:

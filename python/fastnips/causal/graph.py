@@ -31,18 +31,18 @@ Node ids are 0-based integers in both formats.  Every error names the file and t
 
 from __future__ import annotations
 
-import json
 import operator
 import os
-import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
+from . import _graph_io
+
 __all__ = ["MixedGraph"]
 
-_EDGE_RE = re.compile(r"^(\S+?)\s*(<->|->)\s*(\S+)$")
+_MAX_N = (1 << 31) - 1  # node ids travel to the native core as int32
 
 
 def _as_node_id(x: Any, what: str) -> int:
@@ -55,19 +55,39 @@ def _as_node_id(x: Any, what: str) -> int:
         raise ValueError(f"{what}: node ids must be integers, got {x!r} ({type(x).__name__})") from None
 
 
-def _parse_edges(edges: Any, n: int, name: str) -> list[tuple[int, int]]:
-    """Validate an iterable of pairs (or an (k, 2) integer array) and return a list of int tuples."""
+def _check_ids(arr: np.ndarray, n: int, name: str) -> None:
+    """Range and self-loop checks of an (k, 2) int64 edge array; the message names the first bad row."""
+    bad = np.flatnonzero(((arr < 0) | (arr >= n)).any(axis=1))
+    if len(bad):
+        k = int(bad[0])
+        i, j = arr[k].tolist()
+        x = i if not 0 <= i < n else j
+        raise ValueError(f"{name}[{k}] = ({i}, {j}): node id {x} is out of range for n={n} "
+                         f"(ids are 0-based: 0..{n - 1})")
+    loops = np.flatnonzero(arr[:, 0] == arr[:, 1])
+    if len(loops):
+        k = int(loops[0])
+        i, j = arr[k].tolist()
+        raise ValueError(f"{name}[{k}] = ({i}, {j}) is a self-loop; mixed graphs have none")
+
+
+def _parse_edges(edges: Any, n: int, name: str) -> np.ndarray:
+    """Validate an iterable of pairs (or an (k, 2) integer array); return an (k, 2) int64 array."""
     if edges is None:
-        return []
+        return np.zeros((0, 2), dtype=np.int64)
     if isinstance(edges, np.ndarray):
         if edges.size == 0:
-            return []
+            return np.zeros((0, 2), dtype=np.int64)
         if edges.ndim != 2 or edges.shape[1] != 2:
             raise ValueError(f"{name} must be a sequence of (i, j) pairs / an array of shape (k, 2), "
                              f"got an array of shape {edges.shape}")
         if not np.issubdtype(edges.dtype, np.integer):
             raise ValueError(f"{name}: node ids must be integers, got an array of dtype {edges.dtype}")
-        edges = edges.tolist()
+        if edges.dtype == np.uint64 and edges.size and int(edges.max()) > np.iinfo(np.int64).max:
+            raise ValueError(f"{name}: node id {int(edges.max())} is out of range for n={n}")
+        arr = edges.astype(np.int64)
+        _check_ids(arr, n, name)
+        return arr
     if isinstance(edges, (str, bytes)) or not isinstance(edges, Iterable):
         raise ValueError(f"{name} must be a sequence of (i, j) pairs, got {type(edges).__name__}")
     out = []
@@ -87,9 +107,40 @@ def _parse_edges(edges: Any, n: int, name: str) -> list[tuple[int, int]]:
         if i == j:
             raise ValueError(f"{name}[{k}] = ({i}, {j}) is a self-loop; mixed graphs have none")
         out.append((i, j))
+    return np.array(out, dtype=np.int64).reshape(-1, 2)
+
+
+def _first_duplicate(keys: np.ndarray) -> tuple[int, int] | None:
+    """``(first, later)`` positions of the repeated key whose later occurrence comes first, or ``None``."""
+    if len(keys) < 2:
+        return None
+    order = np.argsort(keys, kind="stable")
+    sk = keys[order]
+    dup = np.flatnonzero(sk[1:] == sk[:-1])
+    if not len(dup):
+        return None
+    later = order[dup + 1]
+    k = int(np.argmin(later))
+    first = int(order[np.searchsorted(sk, sk[dup[k]])])
+    return first, int(later[k])
+
+
+def _csr(rows: np.ndarray, cols: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Compressed rows: ``cols`` grouped by ``rows`` (each group sorted), as read-only int32 arrays."""
+    order = np.lexsort((cols, rows))
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
+    idx_t = np.int32 if len(rows) < (1 << 31) else np.int64
+    out = (indptr.astype(idx_t), np.ascontiguousarray(cols[order], dtype=np.int32))
+    for a in out:
+        a.setflags(write=False)
     return out
 
 
+def _readonly_int32(a: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(a, dtype=np.int32).reshape(-1, 2)
+    a.setflags(write=False)
+    return a
 class MixedGraph:
     r"""An immutable mixed graph :math:`G = (V, D, B)` on nodes :math:`0, \dots, n-1`.
 
@@ -111,6 +162,9 @@ class MixedGraph:
 
     Notes
     -----
+    Storage is a few numpy arrays: the edges (``int32``, shapes ``(|D|, 2)`` and ``(|B|, 2)``) and compressed
+    parent / child / sibling lists, about 12 bytes per node and 16 per edge; ``n`` must be below
+    :math:`2^{31}` (ids travel to the native core as ``int32``).
     Edges keep the order in which they were given (bidirected ones normalised to ``(min, max)``); the
     per-edge outputs of :func:`~fastnips.causal.edgewise_identify` follow that order.  Equality and hashing
     ignore edge order.
@@ -124,7 +178,7 @@ class MixedGraph:
     ((1,), (1,))
     """
 
-    __slots__ = ("_arrays", "_bi", "_ch", "_dir", "_hash", "_n", "_pa", "_sib")
+    __slots__ = ("_b", "_ch", "_d", "_hash", "_n", "_pa", "_sib")
 
     def __init__(self, n: int, directed: Any = (), bidirected: Any = ()) -> None:
         if isinstance(n, (bool, np.bool_)):
@@ -135,41 +189,28 @@ class MixedGraph:
             raise ValueError(f"n must be a non-negative integer, got {n!r}") from None
         if n < 0:
             raise ValueError(f"n must be a non-negative integer, got {n}")
+        if n > _MAX_N:
+            raise ValueError(f"n must be at most 2**31 - 1 (node ids are int32 in the native core), got {n}")
         d = _parse_edges(directed, n, "directed")
-        b = _parse_edges(bidirected, n, "bidirected")
-        seen: dict[tuple[int, int], int] = {}
-        for k, e in enumerate(d):
-            if e in seen:
-                raise ValueError(f"directed edge {e[0]} -> {e[1]} is given twice (directed[{seen[e]}] and "
-                                 f"directed[{k}])")
-            seen[e] = k
-        bnorm = []
-        seenb: dict[tuple[int, int], int] = {}
-        for k, (i, j) in enumerate(b):
-            e = (min(i, j), max(i, j))
-            if e in seenb:
-                raise ValueError(f"bidirected edge {e[0]} <-> {e[1]} is given twice (bidirected[{seenb[e]}] "
-                                 f"and bidirected[{k}]; (i, j) and (j, i) are the same bidirected edge)")
-            seenb[e] = k
-            bnorm.append(e)
-        pa: list[list[int]] = [[] for _ in range(n)]
-        ch: list[list[int]] = [[] for _ in range(n)]
-        sib: list[list[int]] = [[] for _ in range(n)]
-        for i, j in d:
-            pa[j].append(i)
-            ch[i].append(j)
-        for i, j in bnorm:
-            sib[i].append(j)
-            sib[j].append(i)
+        b = np.sort(_parse_edges(bidirected, n, "bidirected"), axis=1)
+        dup = _first_duplicate(d[:, 0] * n + d[:, 1])
+        if dup is not None:
+            i, j = d[dup[0]].tolist()
+            raise ValueError(f"directed edge {i} -> {j} is given twice (directed[{dup[0]}] and "
+                             f"directed[{dup[1]}])")
+        dup = _first_duplicate(b[:, 0] * n + b[:, 1])
+        if dup is not None:
+            i, j = b[dup[0]].tolist()
+            raise ValueError(f"bidirected edge {i} <-> {j} is given twice (bidirected[{dup[0]}] and "
+                             f"bidirected[{dup[1]}]; (i, j) and (j, i) are the same bidirected edge)")
         setattr_ = object.__setattr__
         setattr_(self, "_n", n)
-        setattr_(self, "_dir", tuple(d))
-        setattr_(self, "_bi", tuple(bnorm))
-        setattr_(self, "_pa", tuple(tuple(sorted(x)) for x in pa))
-        setattr_(self, "_ch", tuple(tuple(sorted(x)) for x in ch))
-        setattr_(self, "_sib", tuple(tuple(sorted(x)) for x in sib))
+        setattr_(self, "_d", _readonly_int32(d))
+        setattr_(self, "_b", _readonly_int32(b))
+        setattr_(self, "_pa", _csr(d[:, 1], d[:, 0], n))
+        setattr_(self, "_ch", _csr(d[:, 0], d[:, 1], n))
+        setattr_(self, "_sib", _csr(np.concatenate([b[:, 0], b[:, 1]]), np.concatenate([b[:, 1], b[:, 0]]), n))
         setattr_(self, "_hash", None)
-        setattr_(self, "_arrays", None)
 
     # ------------------------------------------------------------------ immutability and basics
     def __setattr__(self, name: str, value: Any) -> None:
@@ -179,7 +220,7 @@ class MixedGraph:
         raise AttributeError("MixedGraph is immutable")
 
     def __reduce__(self):
-        return (MixedGraph, (self._n, list(self._dir), list(self._bi)))
+        return (MixedGraph, (self._n, self._d, self._b))
 
     @property
     def n(self) -> int:
@@ -188,23 +229,23 @@ class MixedGraph:
 
     @property
     def directed(self) -> tuple[tuple[int, int], ...]:
-        """Directed edges ``(i, j)`` (:math:`i \\to j`) in input order."""
-        return self._dir
+        """Directed edges ``(i, j)`` (:math:`i \\to j`) in input order (built on each access)."""
+        return tuple(map(tuple, self._d.tolist()))
 
     @property
     def bidirected(self) -> tuple[tuple[int, int], ...]:
-        """Bidirected edges ``(i, j)`` with ``i < j`` in input order."""
-        return self._bi
+        """Bidirected edges ``(i, j)`` with ``i < j`` in input order (built on each access)."""
+        return tuple(map(tuple, self._b.tolist()))
 
     @property
     def num_directed(self) -> int:
         """Number of directed edges ``u -> v``."""
-        return len(self._dir)
+        return len(self._d)
 
     @property
     def num_bidirected(self) -> int:
         """Number of bidirected edges ``u <-> v``."""
-        return len(self._bi)
+        return len(self._b)
 
     def _check_node(self, v: Any, name: str = "v") -> int:
         v = _as_node_id(v, name)
@@ -212,48 +253,52 @@ class MixedGraph:
             raise ValueError(f"{name}={v} is out of range for a graph with n={self._n} nodes")
         return v
 
+    def _row(self, csr: tuple[np.ndarray, np.ndarray], v: Any) -> tuple[int, ...]:
+        v = self._check_node(v)
+        indptr, idx = csr
+        return tuple(idx[indptr[v]:indptr[v + 1]].tolist())
+
     def parents(self, v: int) -> tuple[int, ...]:
         """Sorted parents :math:`\\mathrm{pa}(v) = \\{i : i \\to v\\}`."""
-        return self._pa[self._check_node(v)]
+        return self._row(self._pa, v)
 
     def children(self, v: int) -> tuple[int, ...]:
         """Sorted children :math:`\\{j : v \\to j\\}`."""
-        return self._ch[self._check_node(v)]
+        return self._row(self._ch, v)
 
     def siblings(self, v: int) -> tuple[int, ...]:
         """Sorted siblings :math:`\\mathrm{sib}(v) = \\{i : i \\leftrightarrow v\\}`."""
-        return self._sib[self._check_node(v)]
+        return self._row(self._sib, v)
+
+    def _edge_keys(self) -> tuple[np.ndarray, np.ndarray]:
+        n = np.int64(self._n)
+        return (np.sort(self._d[:, 0].astype(np.int64) * n + self._d[:, 1]),
+                np.sort(self._b[:, 0].astype(np.int64) * n + self._b[:, 1]))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, MixedGraph):
             return NotImplemented
-        return (self._n == other._n and set(self._dir) == set(other._dir)
-                and set(self._bi) == set(other._bi))
+        if self._n != other._n or len(self._d) != len(other._d) or len(self._b) != len(other._b):
+            return False
+        return all(np.array_equal(x, y) for x, y in zip(self._edge_keys(), other._edge_keys()))
 
     def __hash__(self) -> int:
         if self._hash is None:
-            object.__setattr__(self, "_hash", hash((self._n, frozenset(self._dir), frozenset(self._bi))))
+            dk, bk = self._edge_keys()
+            object.__setattr__(self, "_hash", hash((self._n, dk.tobytes(), bk.tobytes())))
         return self._hash
 
     def __repr__(self) -> str:
-        return (f"MixedGraph(n={self._n}, directed={[list(e) for e in self._dir]}, "
-                f"bidirected={[list(e) for e in self._bi]})")
+        return f"MixedGraph(n={self._n}, directed={self._d.tolist()}, bidirected={self._b.tolist()})"
 
     # ------------------------------------------------------------------ arrays for the native core
     def to_arrays(self) -> tuple[np.ndarray, np.ndarray]:
-        """Edges as C-contiguous ``int32`` arrays of shapes ``(|D|, 2)`` and ``(|B|, 2)``.
+        """Edges as C-contiguous, read-only ``int32`` arrays of shapes ``(|D|, 2)`` and ``(|B|, 2)``.
 
-        This is the form :mod:`fastnips._C` takes; rows follow :attr:`directed` / :attr:`bidirected`.
-        Built once per graph and cached (read-only), so repeated identification calls on a large graph
-        do not pay the conversion again.
+        This is the form :mod:`fastnips._C` takes; rows follow :attr:`directed` / :attr:`bidirected`.  They
+        are the graph's own storage (no copy).
         """
-        if self._arrays is None:
-            d = np.array(self._dir, dtype=np.int32).reshape(-1, 2)
-            b = np.array(self._bi, dtype=np.int32).reshape(-1, 2)
-            d.setflags(write=False)
-            b.setflags(write=False)
-            object.__setattr__(self, "_arrays", (d, b))
-        return self._arrays
+        return self._d, self._b
 
     def permute(self, perm: Sequence[int]) -> MixedGraph:
         """Relabel nodes: node ``i`` becomes ``perm[i]``.
@@ -271,8 +316,8 @@ class MixedGraph:
         p = [_as_node_id(x, "perm") for x in perm]
         if sorted(p) != list(range(self._n)):
             raise ValueError(f"perm must be a permutation of 0..{self._n - 1}, got {list(perm)!r}")
-        return MixedGraph(self._n, [(p[i], p[j]) for i, j in self._dir],
-                          [(p[i], p[j]) for i, j in self._bi])
+        pa = np.array(p, dtype=np.int64).reshape(-1)
+        return MixedGraph(self._n, pa[self._d] if len(self._d) else (), pa[self._b] if len(self._b) else ())
 
     # ------------------------------------------------------------------ adjacency matrices (SEMID)
     @classmethod
@@ -313,18 +358,15 @@ class MixedGraph:
             i, j = np.argwhere(Ob != Ob.T)[0]
             raise ValueError(f"O must be symmetric: O[{i}, {j}] = {int(Ob[i, j])} but O[{j}, {i}] = "
                              f"{int(Ob[j, i])} (pass O | O.T to symmetrise)")
-        d = [tuple(map(int, e)) for e in np.argwhere(Lb)]
-        b = [tuple(map(int, e)) for e in np.argwhere(np.triu(Ob, 1))]
-        return cls(Lb.shape[0], d, b)
+        return cls(Lb.shape[0], np.argwhere(Lb), np.argwhere(np.triu(Ob, 1)))
 
     def to_adjacency(self) -> tuple[np.ndarray, np.ndarray]:
         """SEMID-style ``(L, O)`` as ``int64`` 0/1 matrices (``O`` symmetric)."""
         L = np.zeros((self._n, self._n), dtype=np.int64)
         O = np.zeros((self._n, self._n), dtype=np.int64)
-        for i, j in self._dir:
-            L[i, j] = 1
-        for i, j in self._bi:
-            O[i, j] = O[j, i] = 1
+        L[self._d[:, 0], self._d[:, 1]] = 1
+        O[self._b[:, 0], self._b[:, 1]] = 1
+        O[self._b[:, 1], self._b[:, 0]] = 1
         return L, O
 
     # ------------------------------------------------------------------ networkx
@@ -391,10 +433,8 @@ class MixedGraph:
 
         G = nx.MultiDiGraph()
         G.add_nodes_from(range(self._n))
-        for i, j in self._dir:
-            G.add_edge(i, j, kind="directed")
-        for i, j in self._bi:
-            G.add_edge(i, j, kind="bidirected")
+        G.add_edges_from(self._d.tolist(), kind="directed")
+        G.add_edges_from(self._b.tolist(), kind="bidirected")
         return G
 
     # ------------------------------------------------------------------ files
@@ -411,134 +451,34 @@ class MixedGraph:
         Raises
         ------
         ValueError
-            On any malformed line, with ``path:line:`` in front of the message.
+            On any malformed line, invalid UTF-8 or too deeply nested JSON, with ``path:line:`` (or
+            ``path:``) in front of the message.
+        OSError
+            If the file cannot be opened.
         """
-        path = os.fspath(path)
-        fmt = _infer_format(path, format)
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-        if fmt == "json":
-            return cls.from_json(text, source=path)
-        return cls.from_text(text, source=path)
+        return _graph_io.read_file(cls, path, format)
 
     def to_file(self, path: str | os.PathLike, format: str | None = None) -> None:
         """Write the graph as a text edge list or JSON (format inferred from the suffix by default)."""
         path = os.fspath(path)
-        fmt = _infer_format(path, format)
+        fmt = _graph_io.infer_format(path, format)
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(self.to_json() + "\n" if fmt == "json" else self.to_text())
 
     @classmethod
     def from_text(cls, text: str, *, source: str = "<text>") -> MixedGraph:
         """Parse the text edge-list format; errors read ``source:line: message``."""
-        n = None
-        d: list[tuple[int, int]] = []
-        b: list[tuple[int, int]] = []
-        d_line: dict[tuple[int, int], int] = {}
-        b_line: dict[tuple[int, int], int] = {}
-        for lineno, raw in enumerate(text.splitlines(), start=1):
-            line = raw.split("#", 1)[0].strip()
-            if not line:
-                continue
-
-            def err(msg: str, lineno: int = lineno) -> ValueError:
-                return ValueError(f"{source}:{lineno}: {msg}")
-
-            if n is None:
-                parts = line.split()
-                if len(parts) != 2 or parts[0] != "n":
-                    raise err(f"expected the header 'n N' (the number of nodes), got {raw.strip()!r}")
-                try:
-                    n = int(parts[1])
-                except ValueError:
-                    raise err(f"the number of nodes must be an integer, got {parts[1]!r}") from None
-                if n < 0:
-                    raise err(f"the number of nodes must be >= 0, got {n}")
-                continue
-            m = _EDGE_RE.match(line)
-            if m is None:
-                if line.split()[0] == "n":
-                    raise err("the header 'n N' is given twice")
-                raise err(f"expected an edge 'i -> j' or 'i <-> j', got {raw.strip()!r}")
-            ids = []
-            for tok in (m.group(1), m.group(3)):
-                try:
-                    x = int(tok)
-                except ValueError:
-                    raise err(f"node ids must be integers, got {tok!r}") from None
-                if not 0 <= x < n:
-                    raise err(f"node id {x} is out of range for n={n} (ids are 0-based: 0..{n - 1})")
-                ids.append(x)
-            i, j = ids
-            if i == j:
-                raise err(f"self-loop {i} {m.group(2)} {j}; mixed graphs have none")
-            if m.group(2) == "->":
-                if (i, j) in d_line:
-                    raise err(f"directed edge {i} -> {j} repeats line {d_line[(i, j)]}")
-                d_line[(i, j)] = lineno
-                d.append((i, j))
-            else:
-                e = (min(i, j), max(i, j))
-                if e in b_line:
-                    raise err(f"bidirected edge {i} <-> {j} repeats line {b_line[e]}")
-                b_line[e] = lineno
-                b.append(e)
-        if n is None:
-            raise ValueError(f"{source}: no header 'n N' found (empty file?)")
-        return cls(n, d, b)
+        return _graph_io.from_text(cls, text, source=source)
 
     def to_text(self) -> str:
         """The text edge-list form (round-trips through :meth:`from_text`)."""
-        lines = [f"n {self._n}"]
-        lines += [f"{i} -> {j}" for i, j in self._dir]
-        lines += [f"{i} <-> {j}" for i, j in self._bi]
-        return "\n".join(lines) + "\n"
+        return _graph_io.to_text(self)
 
     @classmethod
     def from_json(cls, text: str, *, source: str = "<json>") -> MixedGraph:
         """Parse ``{"n": N, "directed": [[i, j], ...], "bidirected": [[i, j], ...]}``."""
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{source}:{e.lineno}: invalid JSON: {e.msg}") from None
-        if not isinstance(obj, dict):
-            raise ValueError(f"{source}:1: expected a JSON object with keys 'n', 'directed', 'bidirected'")
-        unknown = set(obj) - {"n", "directed", "bidirected"}
-        if unknown:
-            raise ValueError(f"{source}:1: unknown keys {sorted(unknown)}; expected 'n', 'directed', "
-                             "'bidirected'")
-        if "n" not in obj:
-            raise ValueError(f"{source}:1: missing key 'n' (the number of nodes)")
-        n = obj["n"]
-        if isinstance(n, bool) or not isinstance(n, int):
-            raise ValueError(f"{source}:1: 'n' must be an integer, got {n!r}")
-
-        def key_line(key: str) -> int:
-            m = re.search(r'"' + key + r'"\s*:', text)
-            return text.count("\n", 0, m.start()) + 1 if m else 1
-
-        for key in ("directed", "bidirected"):
-            edges = obj.get(key, [])
-            if not isinstance(edges, list) or not all(
-                    isinstance(e, list) and len(e) == 2 and all(
-                        isinstance(x, int) and not isinstance(x, bool) for x in e) for e in edges):
-                raise ValueError(f"{source}:{key_line(key)}: '{key}' must be a list of [i, j] integer pairs")
-        try:
-            return cls(n, obj.get("directed", []), obj.get("bidirected", []))
-        except ValueError as e:
-            msg = str(e)
-            key = next((k for k in ("bidirected", "directed") if msg.startswith(k)), "n")
-            raise ValueError(f"{source}:{key_line(key)}: {msg}") from None
+        return _graph_io.from_json(cls, text, source=source)
 
     def to_json(self) -> str:
         """The JSON form (round-trips through :meth:`from_json`)."""
-        return json.dumps({"n": self._n, "directed": [list(e) for e in self._dir],
-                           "bidirected": [list(e) for e in self._bi]})
-
-
-def _infer_format(path: str, fmt: str | None) -> str:
-    if fmt is None:
-        return "json" if path.lower().endswith(".json") else "text"
-    if fmt not in ("text", "json"):
-        raise ValueError(f"format must be 'text' or 'json', got {fmt!r}")
-    return fmt
+        return _graph_io.to_json(self)

@@ -107,9 +107,9 @@ def _check_common(method: str | None, tian: Any, seed: Any, prime: Any) -> tuple
     if tian is not None and not isinstance(tian, (bool, np.bool_)):
         raise ValueError(f"tian must be a bool, got {tian!r}")
     seed = _check_int(seed, "seed", 0, 1 << 64)
-    prime = _check_int(prime, "prime", 2, 1 << 62)
+    prime = _check_int(prime, "prime", 3, 1 << 62)
     if not _is_prime(prime):
-        raise ValueError(f"prime must be a prime number (below 2**62), got {prime}")
+        raise ValueError(f"prime must be a prime number p with 3 <= p < 2**62, got {prime}")
     return seed, prime
 
 
@@ -121,11 +121,14 @@ class IdentificationResult:
     Attributes
     ----------
     graph : MixedGraph
-    criterion : {"htc", "edgewise"}
+    criterion : str
+        ``"htc"``, ``"edgewise"``, or the steps of :func:`~fastnips.causal.identify` joined by ``"+"``
+        (e.g. ``"htc+edgewise+trek_separation"``).
     tian : bool
-        HTC per Tian c-component (``criterion == "htc"`` only).
+        Run per Tian c-component.
     method : str
-        ``"randomized"`` or ``"maxflow"`` (edgewise: ``"randomized"``).
+        ``"randomized"`` or ``"maxflow"`` (edgewise: ``"randomized"``; :func:`~fastnips.causal.identify`:
+        ``"mixed"``).
     backend : {"cpp", "reference"}
     node_solved : ndarray of bool, shape (n,)
         All edges into the node are identified (parentless nodes are).
@@ -228,6 +231,8 @@ class IdentificationResult:
         ValueError
             If ``Sigma`` has the wrong shape, is not symmetric, has NaN/inf, or is not generic enough for
             the linear systems of the criterion (condition number above 1e12).
+        NotImplementedError
+            For results of :func:`~fastnips.causal.identify` and its wrappers, and for Tian-mode edgewise.
 
         Notes
         -----
@@ -236,6 +241,9 @@ class IdentificationResult:
         ``createEdgewiseIdentifier``); Tian mode first maps :math:`\Sigma` to each component's covariance
         (Tian 2005; SEMID ``tianSigmaForComponent``).
         """
+        if self.method == "mixed" or (self.criterion == "edgewise" and self.tian):
+            raise NotImplementedError(f"identifier() covers the HTC (plain, Tian) and plain edgewise runs; this "
+                                      f"result is {self.criterion!r} (tian={self.tian})")
         g = _G(self.graph.n, *self.graph.to_arrays())
         S = _ident.validate_sigma(Sigma, g.n)
         if self.criterion == "edgewise":
@@ -323,7 +331,8 @@ def htc_identify(g: MixedGraph, *, method: str = "randomized", tian: bool = Fals
     seed : int, default 0
         Seeds the random field elements (``method="randomized"``).
     prime : int, default 2**61 - 1
-        Field size :math:`p` (a prime below :math:`2^{62}`); a small prime only weakens the test.
+        Field size :math:`p` (a prime with :math:`3 \le p < 2^{62}`, the same range on every backend); a small
+        prime only weakens the test.
     backend : {"auto", "cpp", "reference"}, default "auto"
 
     Returns
@@ -354,7 +363,7 @@ def htc_identify(g: MixedGraph, *, method: str = "randomized", tian: bool = Fals
     return _htc_result(g, raw, tian=bool(tian), method=method, backend=name, seed=seed, prime=prime)
 
 
-def edgewise_identify(g: MixedGraph, *, seed: int = 0, prime: int = DEFAULT_PRIME,
+def edgewise_identify(g: MixedGraph, *, tian: bool = False, seed: int = 0, prime: int = DEFAULT_PRIME,
                       backend: str = "auto") -> IdentificationResult:
     r"""Edgewise identification (Weihs et al. 2018), decided in polynomial time.
 
@@ -371,9 +380,15 @@ def edgewise_identify(g: MixedGraph, *, seed: int = 0, prime: int = DEFAULT_PRIM
     usable sets is usable); the error is one-sided as in :func:`htc_identify`.  Edgewise-identified edges
     always include the HTC-identified ones.
 
+    With ``tian=True`` (SEMID's default ``edgewiseID``) the criterion runs on the component graph of every
+    Tian c-component and the answers are mapped back; this is stronger: on SEMID's README example 1 (5 nodes,
+    7 edges) plain edgewise identifies 1 edge and the Tian mode all 7, as SEMID's ``edgewiseID`` does.
+
     Parameters
     ----------
     g : MixedGraph
+    tian : bool, default False
+        Decompose into Tian c-components first (SEMID ``edgewiseID(tianDecompose=TRUE)``, its default).
     seed : int, default 0
     prime : int, default 2**61 - 1
     backend : {"auto", "cpp", "reference"}, default "auto"
@@ -381,7 +396,8 @@ def edgewise_identify(g: MixedGraph, *, seed: int = 0, prime: int = DEFAULT_PRIM
     Returns
     -------
     IdentificationResult
-        With per-edge results (``.identified_edges``) and ``.steps`` = ``(v, S, Y)`` in application order.
+        With per-edge results (``.identified_edges``) and ``.steps`` = ``(v, S, Y)`` in application order
+        (in Tian mode: global node ids, grouped by component; ``.identifier`` is not available then).
 
     References
     ----------
@@ -397,12 +413,46 @@ def edgewise_identify(g: MixedGraph, *, seed: int = 0, prime: int = DEFAULT_PRIM
     [(0, 1), (1, 2)]
     """
     g = _check_graph(g)
-    seed, prime = _check_common(None, None, seed, prime)
+    seed, prime = _check_common(None, tian, seed, prime)
     name = _backend.resolve(backend, op="edgewise_identify", supported=BACKENDS)
     impl = _backend.native() if name == "cpp" else reference
     d, b = g.to_arrays()
-    raw = impl.edgewise_identify(g.n, d, b, seed, prime)
-    return _edgewise_result(g, raw, backend=name, seed=seed, prime=prime)
+    if not tian:
+        raw = impl.edgewise_identify(g.n, d, b, seed, prime)
+        return _edgewise_result(g, raw, backend=name, seed=seed, prime=prime)
+    return _edgewise_tian(g, impl, backend=name, seed=seed, prime=prime)
+
+
+def _edgewise_tian(g: MixedGraph, impl: Any, *, backend: str, seed: int, prime: int) -> IdentificationResult:
+    """Edgewise per Tian component graph (SEMID ``generalGenericID(tianDecompose=TRUE)``), mapped back."""
+    d, b = g.to_arrays()
+    comps, component = reference.tian_decompose(_G(g.n, d, b))
+    head_comp, bi_comp = component[d[:, 1]], component[b[:, 0]]
+    loc = np.full(g.n, -1, dtype=np.int32)
+    edge_solved = np.zeros(len(d), dtype=bool)
+    steps, rounds, tests = [], 0, 0
+    for c in np.unique(head_comp).tolist():  # components with a directed edge into them
+        nodes = comps[c]["top_order"]
+        loc[nodes] = np.arange(len(nodes), dtype=np.int32)
+        mine = np.flatnonzero(head_comp == c)
+        ld, lb = np.ascontiguousarray(loc[d[mine]]), np.ascontiguousarray(loc[b[bi_comp == c]]).reshape(-1, 2)
+        raw = impl.edgewise_identify(len(nodes), ld, lb, seed, prime)
+        try:
+            local = np.asarray(raw["edge_solved"], dtype=bool).reshape(-1)
+            part = [(int(v), [int(x) for x in S], [int(y) for y in Y]) for v, S, Y in raw["steps"]]
+            rounds, tests = max(rounds, int(raw["rounds"])), tests + int(raw["tests"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise _bad_output(backend, repr(e)) from e
+        if local.shape != (len(mine),):
+            raise _bad_output(backend, "edge_solved has the wrong length")
+        edge_solved[mine] = local
+        steps += [(nodes[v], tuple(sorted(nodes[x] for x in S)), tuple(sorted(nodes[y] for y in Y)))
+                  for v, S, Y in part]
+    node_solved = np.ones(g.n, dtype=bool)
+    np.logical_and.at(node_solved, d[:, 1], edge_solved)
+    return IdentificationResult(graph=g, criterion="edgewise", tian=True, method="randomized", backend=backend,
+                                node_solved=_readonly(node_solved), edge_solved=_readonly(edge_solved),
+                                rounds=rounds, tests=tests, steps=tuple(steps), seed=seed, prime=prime)
 
 
 def htc_nonidentifiable(g: MixedGraph, *, backend: str = "auto") -> bool:
