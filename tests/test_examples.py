@@ -30,6 +30,7 @@ SCRIPTS = {  # script: its marks
     "graph_pyg.py": [],
     "rl_irl.py": [],
     "rl_pbrl.py": [],
+    "diffusion_diffusers.py": [],
 }
 
 

@@ -283,8 +283,11 @@ def test_time_pool_law_is_the_lorenz_marginal():
 def test_lorenz_none_Q_and_space_Q():
     """Q(0.5) of the temporal reading (estimated, cached) and the space reading's exact reduction."""
     q = lorenz_Q(0.5)
-    assert 1.8 < q["Q_batchmeans"] < 2.3
-    assert abs(q["Q_batchmeans"] - q["Q_greenkubo"]) < 0.2
+    # issue 14 item 1f: batches long against the correlation time. Batches of 25 time units gave 2.041 (about
+    # 3 % low); Green-Kubo and batches of 200-400 time units give 2.10-2.12 (docs/notes/diffusion.md).
+    assert 2.07 < q["Q_batchmeans"] < 2.16
+    assert abs(q["Q_batchmeans"] - q["Q_greenkubo"]) < 0.025 * q["Q_greenkubo"]
+    assert q["Q_batchmeans_se"] < 0.02 * q["Q_batchmeans"]
     none = Lorenz((4,), shuffle="none", burn_in=1.0)
     assert none.Q == q["Q_batchmeans"]
     space = Lorenz((100,), shuffle="space", burn_in=1.0)
@@ -357,12 +360,12 @@ def test_bad_shapes_and_draw_arguments():
 @pytest.mark.slow
 @pytest.mark.parametrize("tau", [0.05, 0.1, 0.2, 0.5, 1.0, 2.0])
 def test_lorenz_Q_batch_means_vs_green_kubo(tau):
-    """Two estimators of Q(tau) agree (long batches of 25 time units, lags over 10 time units); the driver's
+    """Two estimators of Q(tau) agree (batches of 200 time units, lags over 10 time units); the driver's
     own stats agree with the cached estimate; the space reading's Q is ~1 as derived."""
     q = lorenz_Q(tau, n_copies=1024)
-    assert abs(q["Q_batchmeans"] - q["Q_greenkubo"]) <= 0.08 * q["Q_batchmeans"]
+    assert abs(q["Q_batchmeans"] - q["Q_greenkubo"]) <= 0.06 * q["Q_batchmeans"]
     drv = Lorenz((256,), tau=tau, shuffle="none")
-    st = drv.stats(n_steps=round(40 * 25 / tau))
+    st = drv.stats(n_steps=round(20 * 200 / tau))
     assert abs(st["Q_batchmeans"] - drv.Q) <= 4 * math.hypot(st["Q_batchmeans_se"], q["Q_batchmeans_se"])
     assert st["C_chi"] >= drv.bound
     sp = Lorenz((256,), tau=tau, shuffle="space").stats(n_steps=4000)

@@ -30,13 +30,16 @@ not the update rule. The choices made here, and why:
    fresh noise (call ``driver.reset()`` yourself to repeat a run).
 5. **Default** :math:`\gamma = 0.2` on every step: the lower of two churn levels tried (0.2 and
    :math:`\sqrt2 - 1 \approx 0.414`, EDM's cap); the larger one hurt Heun at higher NFE. A fixed
-   :math:`\gamma` is a few-step setting (see ``gamma`` in :func:`sample_fds`). Measurements:
-   docs/notes/diffusion.md.
+   :math:`\gamma` converges as NFE grows with the default Heun base but not with the Euler base (see
+   ``gamma`` in :func:`sample_fds`). Measurements: docs/notes/diffusion.md.
+6. **dtype.** The driver draws in ``x``'s dtype (float64 values for a float64 ``x``), so a Gaussian driver
+   reproduces ``sample_edm(seed=s)`` / ``sample_euler(seed=s)`` bit for bit in float32 and float64 alike.
 
 Exact reductions (tested): ``sample_fds(gamma=0)`` is its base solver (:func:`~fastnips.diffusion.samplers.
 sample_heun` / ``sample_euler``) bit for bit; ``sample_fds`` with a Gaussian driver, ``n_fast=1`` and
 ``normalize_q=True`` is ``sample_heun`` with churn and a noise sampler reading the same Gaussian stream, bit for
-bit.
+bit; by name, ``sample_fds(driver="gaussian", seed=s, s_churn=..., ...)`` equals ``sample_edm(seed=s)`` with the
+same churn arguments (on the CPU, where both generators are torch's CPU generator).
 
 References: "Fast-Driver Sampler" (FDS), NeurIPS 2026 (abstract; the update rule is not published); Karras,
 Aittala, Aila, Laine, "Elucidating the Design Space of Diffusion-Based Generative Models" (NeurIPS 2022),
@@ -94,7 +97,7 @@ def _driver_noise(drv, x: torch.Tensor, n_fast: int, normalize_q: bool):
     want = (n_fast, *shape)
 
     def noise(sigma: float, sigma_hat: float) -> torch.Tensor:
-        xi = drv.draw(n_fast, device=x.device)
+        xi = drv.draw(n_fast, device=x.device, dtype=x.dtype)     # in x's dtype: float64 draws stay float64
         if tuple(xi.shape) != want:
             raise ValueError(f"driver.draw({n_fast}) returned shape {tuple(xi.shape)}, expected {want}")
         xi = xi.to(device=x.device, dtype=x.dtype)
@@ -135,10 +138,13 @@ def sample_fds(model: Callable[..., torch.Tensor], x: torch.Tensor, sigmas: torc
         Seed of a driver built from a name (ignored for an instance).
     gamma : float, optional
         Fixed churn per step, in :math:`[0, \sqrt2-1]`. Default :data:`FDS_DEFAULT_GAMMA` (0.2) when neither
-        ``gamma`` nor ``s_churn`` is given. A fixed gamma is a few-step setting: every step then integrates the
-        ODE from :math:`(1+\gamma)\sigma_i` to :math:`\sigma_{i+1}`, an :math:`O(\gamma\sigma)` step that does
-        not shrink as the step count grows, so the sampler does **not** converge to the target as NFE -> inf.
-        For many steps use ``s_churn`` (EDM's :math:`\gamma = S_{\rm churn}/N`), which converges.
+        ``gamma`` nor ``s_churn`` is given. With a fixed gamma every step integrates the ODE from
+        :math:`(1+\gamma)\sigma_i` to :math:`\sigma_{i+1}`, an :math:`O(\gamma\sigma)` step that does not
+        shrink as the step count grows. With ``solver="euler"`` the sampler then does **not** converge as
+        NFE -> inf (its first-order error per step is not forgotten faster than it is made); with the default
+        ``solver="heun"`` it does (on a Gaussian target, by an exact variance recursion, and with bounded drivers
+        too; numbers in docs/notes/diffusion.md). ``s_churn`` (EDM's :math:`\gamma = S_{\rm churn}/N`)
+        converges with either base.
     s_churn : float, optional
         EDM's total churn instead of ``gamma`` (:math:`\gamma = \min(S_{\rm churn}/N, \sqrt2-1)`); not both.
     s_tmin, s_tmax : float

@@ -5,9 +5,15 @@ Conventions (k-diffusion): ``sample_<name>(model, x, sigmas, extra_args=None, ca
 ``callback`` gets ``{"x", "i", "sigma", "sigma_hat", "denoised"}`` once per step (``x`` is the churned
 :math:`\hat x_i`, ``sigma`` and ``sigma_hat`` are 0-d tensors); ``disable`` is passed to a tqdm bar (``None``:
 shown on a terminal only; ``True``: off). ``noise_sampler(sigma, sigma_next)`` returns a standard-normal tensor
-like ``x``; for churn it is called as ``noise_sampler(sigma_i, sigma_hat_i)``. Without one, ``seed`` seeds a
-``torch.Generator`` on ``x.device`` (``seed=None``: torch's global generator, like ``torch.randn_like``).
-k-diffusion's Brownian-tree noise sampler is not provided; pass one as ``noise_sampler`` if wanted.
+like ``x``; it receives the step's noise levels as 0-d tensors in ``x``'s dtype and device (as k-diffusion passes
+``sigmas[i]``; a Brownian-tree sampler reads its time from them, so float64 stays float64), and for churn it is
+called as ``noise_sampler(sigma_i, sigma_hat_i)``. Without one, ``seed`` seeds a ``torch.Generator`` on
+``x.device`` (``seed=None``: torch's global generator, like ``torch.randn_like``); the SDE samplers that
+k-diffusion runs on a Brownian tree (:mod:`~fastnips.diffusion.brownian`) do so here too.
+
+Every loop runs under ``torch.no_grad()``, as k-diffusion's samplers do: the result does not require grad and
+no graph is kept, even for a model with trainable parameters or an ``x`` that requires grad (differentiating
+through a sampler is not offered, as in k-diffusion).
 
 All arithmetic stays in ``x``'s dtype and device (the schedule is read once into Python floats, so the loop has
 no host-device syncs on CUDA except where noted). The model's output is checked every evaluation: a shape
@@ -31,7 +37,9 @@ __all__ = ["NoiseSampler", "default_noise_sampler", "get_ancestral_step", "to_d"
 
 _GAMMA_MAX = math.sqrt(2.0) - 1.0
 
-NoiseSampler = Callable[[float, float], torch.Tensor]
+#: ``noise_sampler(sigma, sigma_next) -> eps`` (the two levels as 0-d tensors in x's dtype; floats also accepted
+#: by the samplers of this package).
+NoiseSampler = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 #: ``step(x, denoised, old_denoised, sig, i) -> x_{i+1}`` of :func:`_sample_loop` (``old_denoised`` is None on
 #: the first step; ``sig`` the schedule as Python floats).
 Step = Callable[[torch.Tensor, torch.Tensor, "torch.Tensor | None", list, int], torch.Tensor]
@@ -133,7 +141,9 @@ def _resolve_noise(x, noise_sampler, seed) -> NoiseSampler:
 
 
 def _draw(noise: NoiseSampler, sigma: float, sigma_next: float, x: torch.Tensor) -> torch.Tensor:
-    eps = noise(sigma, sigma_next)
+    """``noise(sigma, sigma_next)`` with the two levels as 0-d tensors in x's dtype and device (``new_full``: a
+    fill on the device, no host-to-device copy), its shape checked."""
+    eps = noise(x.new_full((), sigma), x.new_full((), sigma_next))
     if eps.shape != x.shape:
         raise ValueError(f"noise_sampler returned shape {tuple(eps.shape)}, expected x.shape {tuple(x.shape)}")
     return eps
@@ -258,18 +268,26 @@ def _report(callback, x, i, sigmas, sigma_hat: float, gamma: float, denoised) ->
 # ----------------------------------------------------------------------------------------------- the loops
 
 
-def _sample_loop(model, x, sigmas, extra_args, callback, disable, step: Step) -> torch.Tensor:
+@torch.no_grad()
+def _sample_loop(model, x, sigmas, extra_args, callback, disable, step: Step, *, evals_per_step: int = 1
+                 ) -> torch.Tensor:
     """One model evaluation per step, then ``x = step(x, denoised, old_denoised, sig, i)`` (the samplers
-    without churn: Euler ancestral / DDIM, DPM-Solver++(2M) and its SDE variant)."""
+    without churn: Euler ancestral / DDIM, DPM-Solver++(2M) and its SDE variant, LMS, DPM-Solver++(3M) SDE).
+    With ``evals_per_step=2`` the step also gets ``evaluate=``, a function ``(x', sigma') -> D(x', sigma')``
+    for its second evaluation (the single-step second-order samplers)."""
     sigmas, sig, s_in, extra_args = _setup(model, x, sigmas, extra_args)
     n = len(sig) - 1
-    guard = _FiniteGuard(x, n)
+    guard = _FiniteGuard(x, evals_per_step * n)
     old_denoised = None
     for i in _steps(n, disable):
         denoised = _denoise(model, x, sig[i], s_in, extra_args, guard, i)
         if callback is not None:
             _report(callback, x, i, sigmas, sig[i], 0.0, denoised)
-        x = step(x, denoised, old_denoised, sig, i)
+        if evals_per_step == 1:
+            x = step(x, denoised, old_denoised, sig, i)
+        else:
+            x = step(x, denoised, old_denoised, sig, i,
+                     evaluate=lambda x2, s2, i=i: _denoise(model, x2, s2, s_in, extra_args, guard, i))
         old_denoised = denoised
     guard.finish()
     return x
@@ -295,11 +313,12 @@ def _churn_gammas(sig: list[float], s_churn, gamma, s_tmin, s_tmax) -> list[floa
     return [g if s_tmin <= s <= s_tmax else 0.0 for s in sig[:-1]]
 
 
+@torch.no_grad()
 def _churn_ode(model, x, sigmas, extra_args, callback, disable, *, gammas_of, s_noise, noise, noise_scale: float,
-               heun: bool) -> torch.Tensor:
-    """The loop shared by Euler, Heun, EDM and FDS: churn (EDM Algorithm 2, lines 4-6), then an Euler step or
-    a Heun step (Euler on the last step to sigma = 0). ``noise(sigma, sigma_hat)`` returns the unit-variance
-    churn noise, scaled by ``noise_scale``."""
+               heun: bool, midpoint: bool = False) -> torch.Tensor:
+    """The loop shared by Euler, Heun, EDM, DPM-Solver-2 and FDS: churn (EDM Algorithm 2, lines 4-6), then an
+    Euler step, a Heun step or (``midpoint``) a DPM-Solver-2 step (Euler on the last step to sigma = 0).
+    ``noise(sigma, sigma_hat)`` returns the unit-variance churn noise, scaled by ``noise_scale``."""
     sigmas, sig, s_in, extra_args = _setup(model, x, sigmas, extra_args)
     gammas = gammas_of(sig)
     s_noise = _check_number("s_noise", s_noise)
@@ -316,7 +335,9 @@ def _churn_ode(model, x, sigmas, extra_args, callback, disable, *, gammas_of, s_
         denoised = _denoise(model, x, sigma_hat, s_in, extra_args, guard, i)
         if callback is not None:
             _report(callback, x, i, sigmas, sigma_hat, gamma, denoised)
-        if heun and sigma_next > 0.0:
+        if midpoint and sigma_next > 0.0:
+            x = _dpm2_step(model, x, denoised, sigma_hat, sigma_next, s_in, extra_args, guard, i)
+        elif heun and sigma_next > 0.0:
             dt = sigma_next - sigma_hat
             d = (x - denoised).div_(sigma_hat)
             x_2 = torch.add(x, d, alpha=dt)
@@ -327,3 +348,43 @@ def _churn_ode(model, x, sigmas, extra_args, callback, disable, *, gammas_of, s_
             x = torch.lerp(denoised, x, sigma_next / sigma_hat)      # = x + (sigma_next - sigma_hat) d
     guard.finish()
     return x
+
+
+def _dpm2_step(model, x, denoised, sigma: float, sigma_next: float, s_in, extra_args, guard, i) -> torch.Tensor:
+    r"""DPM-Solver-2 in the :math:`\sigma` form (Lu et al. 2022, Algorithm 1 with :math:`r = 1/2`; Karras et al.
+    2022, sec. 3): an Euler half step to the geometric midpoint :math:`\sigma_m = \sqrt{\sigma\sigma_{\rm next}}`,
+    then the full step with the slope there, :math:`x + (\sigma_{\rm next} - \sigma)\, d(x_m, \sigma_m)`."""
+    sigma_mid = math.sqrt(sigma * sigma_next)
+    d = (x - denoised).div_(sigma)
+    x_2 = torch.add(x, d, alpha=sigma_mid - sigma)
+    denoised_2 = _denoise(model, x_2, sigma_mid, s_in, extra_args, guard, i)
+    return torch.add(x, (x_2 - denoised_2).div_(sigma_mid), alpha=sigma_next - sigma)
+
+
+def _gaussian_churn(model, x, sigmas, extra_args, callback, disable, s_churn, s_tmin, s_tmax, s_noise,
+                    noise_sampler, seed, *, heun: bool, midpoint: bool = False) -> torch.Tensor:
+    """Euler / Heun / DPM-Solver-2 with EDM's Gaussian churn: the churn loop with noise from ``noise_sampler``
+    (or ``seed``)."""
+    noise = _resolve_noise(x, noise_sampler, seed)
+    return _churn_ode(model, x, sigmas, extra_args, callback, disable,
+                      gammas_of=lambda sig: _churn_gammas(sig, s_churn, None, s_tmin, s_tmax), s_noise=s_noise,
+                      noise=lambda s, sh: _draw(noise, s, sh, x), noise_scale=1.0, heun=heun, midpoint=midpoint)
+
+
+def _ancestral(model, x, sigmas, extra_args, callback, disable, eta, s_noise, noise_sampler, seed, move, *,
+               evals_per_step: int = 1) -> torch.Tensor:
+    """The ancestral samplers (Euler, DPM-Solver-2, DPM-Solver++(2S)): a deterministic ``move(x, denoised, sigma,
+    sigma_down, evaluate)`` to sigma_down (:func:`get_ancestral_step`), then fresh noise of level sigma_up when
+    sigma_{i+1} > 0."""
+    noise = _resolve_noise(x, noise_sampler, seed)
+    eta, s_noise = _check_number("eta", eta), _check_number("s_noise", s_noise)
+
+    def step(x, denoised, old_denoised, sig, i, evaluate=None):
+        sigma, sigma_next = sig[i], sig[i + 1]
+        sigma_down, sigma_up = get_ancestral_step(sigma, sigma_next, eta)
+        x = move(x, denoised, sigma, sigma_down, evaluate)
+        if sigma_next > 0.0 and sigma_up > 0.0:
+            x = x.add_(_draw(noise, sigma, sigma_next, x), alpha=s_noise * sigma_up)
+        return x
+
+    return _sample_loop(model, x, sigmas, extra_args, callback, disable, step, evals_per_step=evals_per_step)

@@ -34,6 +34,10 @@ ends on the data; see :mod:`fastnips.diffusion.schedules`) in :math:`N` steps:
     The SDE variant of DPM-Solver++(2M) with a noise fraction :math:`\eta` (below).
 ``sample_fds``
     The Fast-Driver Sampler (:mod:`fastnips.diffusion.fds`, re-exported here).
+``sample_dpm_2``, ``sample_dpm_2_ancestral``, ``sample_dpmpp_2s_ancestral``, ``sample_dpmpp_sde``
+    The single-step second-order samplers of k-diffusion (:mod:`fastnips.diffusion.singlestep`, re-exported).
+``sample_lms``, ``sample_dpmpp_3m_sde``
+    Linear multistep and DPM-Solver++(3M) SDE (:mod:`fastnips.diffusion.multistep`, re-exported).
 
 EDM churn (Karras et al. 2022, Algorithm 2). With :math:`N` steps,
 :math:`\gamma_i = \min(S_{\rm churn}/N, \sqrt2 - 1)` if :math:`S_{\rm tmin} \le \sigma_i \le S_{\rm tmax}`, else 0;
@@ -98,16 +102,18 @@ import torch
 from .fds import FDS_DEFAULT_GAMMA, FDS_SOLVERS, sample_fds
 from .loop import (
     NoiseSampler,
+    _ancestral,
     _check_number,
-    _churn_gammas,
-    _churn_ode,
     _draw,
+    _gaussian_churn,
     _resolve_noise,
     _sample_loop,
     default_noise_sampler,
     get_ancestral_step,
     to_d,
 )
+from .multistep import sample_dpmpp_3m_sde, sample_lms
+from .singlestep import sample_dpm_2, sample_dpm_2_ancestral, sample_dpmpp_2s_ancestral, sample_dpmpp_sde
 
 __all__ = [
     "FDS_DEFAULT_GAMMA",
@@ -116,26 +122,23 @@ __all__ = [
     "default_noise_sampler",
     "get_ancestral_step",
     "sample_ddim",
+    "sample_dpm_2",
+    "sample_dpm_2_ancestral",
     "sample_dpmpp_2m",
     "sample_dpmpp_2m_sde",
+    "sample_dpmpp_2s_ancestral",
+    "sample_dpmpp_3m_sde",
+    "sample_dpmpp_sde",
     "sample_edm",
     "sample_euler",
     "sample_euler_ancestral",
     "sample_fds",
     "sample_heun",
+    "sample_lms",
     "to_d",
 ]
 
 _DPMPP_SDE_SOLVERS = ("midpoint", "heun")
-
-
-def _gaussian_churn(model, x, sigmas, extra_args, callback, disable, s_churn, s_tmin, s_tmax, s_noise,
-                    noise_sampler, seed, *, heun: bool) -> torch.Tensor:
-    """Euler / Heun with EDM's Gaussian churn: the churn loop with noise from ``noise_sampler`` (or ``seed``)."""
-    noise = _resolve_noise(x, noise_sampler, seed)
-    return _churn_ode(model, x, sigmas, extra_args, callback, disable,
-                      gammas_of=lambda sig: _churn_gammas(sig, s_churn, None, s_tmin, s_tmax), s_noise=s_noise,
-                      noise=lambda s, sh: _draw(noise, s, sh, x), noise_scale=1.0, heun=heun)
 
 
 # ----------------------------------------------------------------------------------------------- ODE / churn
@@ -316,19 +319,8 @@ def sample_euler_ancestral(model: Callable[..., torch.Tensor], x: torch.Tensor, 
     >>> sample_euler_ancestral(gmm, x, edm_sigmas(10), eta=1.0, seed=0).shape
     torch.Size([64, 2])
     """
-    noise = _resolve_noise(x, noise_sampler, seed)
-    eta = _check_number("eta", eta)
-    s_noise = _check_number("s_noise", s_noise)
-
-    def step(x, denoised, old_denoised, sig, i):
-        sigma, sigma_next = sig[i], sig[i + 1]
-        sigma_down, sigma_up = get_ancestral_step(sigma, sigma_next, eta)
-        x = torch.lerp(denoised, x, sigma_down / sigma)
-        if sigma_next > 0.0 and sigma_up > 0.0:
-            x = torch.add(x, _draw(noise, sigma, sigma_next, x), alpha=s_noise * sigma_up)
-        return x
-
-    return _sample_loop(model, x, sigmas, extra_args, callback, disable, step)
+    return _ancestral(model, x, sigmas, extra_args, callback, disable, eta, s_noise, noise_sampler, seed,
+                      lambda x, denoised, sigma, sigma_down, _: torch.lerp(denoised, x, sigma_down / sigma))
 
 
 def sample_ddim(model: Callable[..., torch.Tensor], x: torch.Tensor, sigmas: torch.Tensor,
@@ -509,4 +501,10 @@ SAMPLERS: dict[str, Callable[..., torch.Tensor]] = {
     "dpmpp_2m": sample_dpmpp_2m,
     "dpmpp_2m_sde": sample_dpmpp_2m_sde,
     "fds": sample_fds,
+    "dpm_2": sample_dpm_2,
+    "dpm_2_ancestral": sample_dpm_2_ancestral,
+    "lms": sample_lms,
+    "dpmpp_2s_ancestral": sample_dpmpp_2s_ancestral,
+    "dpmpp_sde": sample_dpmpp_sde,
+    "dpmpp_3m_sde": sample_dpmpp_3m_sde,
 }
