@@ -126,7 +126,7 @@ class Criterion:
     name: str
     sparsity: float | None = None
     pattern: NM | None = None
-    scope: str = "row"
+    scope: str | None = None  # None: the criterion's own ("block" for sparsegpt, "row" otherwise)
     blocksize: int = 128
     percdamp: float = 0.01
     backend: str = "auto"
@@ -134,6 +134,8 @@ class Criterion:
     def __post_init__(self):
         if self.name not in CRITERIA:
             raise ValueError(f"criterion must be one of {CRITERIA}, got {self.name!r}")
+        if self.scope is None:
+            object.__setattr__(self, "scope", "block" if self.name == "sparsegpt" else "row")
         if (self.sparsity is None) == (self.pattern is None):
             raise ValueError("give exactly one of sparsity (unstructured) or pattern (an NM(keep, group))")
         if self.pattern is not None and not isinstance(self.pattern, NM):
@@ -247,7 +249,7 @@ def wanda(model: nn.Module, calib: Calibration, *, sparsity: float | None = None
 
 
 def sparsegpt(model: nn.Module, calib: Calibration, *, sparsity: float | None = None, pattern: NM | None = None,
-              scope: str = "row", blocksize: int = 128, percdamp: float = 0.01, propagate: str = "sparse",
+              scope: str = "block", blocksize: int = 128, percdamp: float = 0.01, propagate: str = "sparse",
               batch_size: int = 8, backend: str = "auto", progress: bool = False) -> dict[str, torch.Tensor]:
     r"""SparseGPT (Frantar & Alistarh, arXiv 2301.00774): OBS pruning with weight updates, in place.
 
@@ -256,8 +258,10 @@ def sparsegpt(model: nn.Module, calib: Calibration, *, sparsity: float | None = 
     (:func:`fastnips.prune.sparsegpt_prune_`, module :mod:`fastnips.prune.sparsegpt_layer`, has the details and the
     exact-count mask rule).
 
-    Parameters are those of :func:`wanda` plus ``blocksize`` (columns per lazy-update block) and ``percdamp``
-    (diagonal damping as a fraction of mean(diag H)). The model is always modified in place (the update *is*
+    Parameters are those of :func:`wanda` except ``scope`` plus ``blocksize`` (columns per lazy-update block) and
+    ``percdamp`` (diagonal damping as a fraction of mean(diag H)). ``scope="block"`` (the default) selects the
+    mask as the reference SparseGPT does, over all rows of each block of ``blocksize`` columns (exact counts);
+    ``scope="row"`` gives every row the same count. The model is always modified in place (the update *is*
     the method); keep a copy if the dense model is needed, or use :func:`prune_and_reconstruct`.
     """
     from .reconstruction import _run

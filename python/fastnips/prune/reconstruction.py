@@ -252,7 +252,7 @@ def reconstruct(model: nn.Module, calib: Calibration, masks: dict, *, window: st
 
 
 def prune_and_reconstruct(model: nn.Module, calib: Calibration, *, criterion: str = "wanda",
-                          sparsity: float | None = None, pattern: NM | None = None, scope: str = "row",
+                          sparsity: float | None = None, pattern: NM | None = None, scope: str | None = None,
                           window: str | Blocks = "block", inputs: str = "dense", propagate: str = "sparse",
                           peft: LoRA | None = None, epochs: int = 2,
                           lr: float = 1e-4, batch_size: int = 4, weight_decay: float = 0.0, warmup: float = 0.1,
@@ -264,7 +264,8 @@ def prune_and_reconstruct(model: nn.Module, calib: Calibration, *, criterion: st
 
     For each window: dense targets first, then the criterion prunes the window's blocks with statistics
     from the sparse chain (``propagate``), then the window is reconstructed. Parameters as in
-    :func:`reconstruct` and :func:`fastnips.prune.wanda` / :func:`fastnips.prune.sparsegpt`.
+    :func:`reconstruct` and :func:`fastnips.prune.wanda` / :func:`fastnips.prune.sparsegpt`; ``scope=None`` is
+    the criterion's own default (``"block"`` for sparsegpt, ``"row"`` for magnitude and wanda).
     ``epochs=0`` prunes only (the masks then equal the criterion's own).
     """
     tr = _train_opts(epochs, lr, batch_size, weight_decay, warmup, loss, peft, seed)
