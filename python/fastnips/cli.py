@@ -205,6 +205,7 @@ def prune(model_name, criterion, sparsity, scope, pattern, window, inputs, lora_
     Calibration and held-out text are the docstrings of Python's standard library (no download). Every option is
     checked before the model is loaded.
     """
+    options = dict(locals())
     from .prune._cli import prune_command
 
-    prune_command(**locals())
+    prune_command(**options)
