@@ -1,7 +1,8 @@
 r"""Pruning criteria over a model's linear layers: magnitude, Wanda and SparseGPT.
 
-Which layers: every ``nn.Linear`` inside the decoder blocks (:func:`fastnips.prune.arch.decoder_blocks`);
-embeddings and ``lm_head`` stay dense, as in the reference tools.
+Which layers: every ``nn.Linear`` (and transformers ``Conv1D``, GPT-2 family: see :mod:`fastnips.prune.arch`)
+inside the decoder blocks (:func:`fastnips.prune.arch.decoder_blocks`); embeddings and ``lm_head`` stay dense,
+as in the reference tools.
 
 Statistics, once per distinct input
 -----------------------------------
@@ -28,7 +29,7 @@ from typing import TYPE_CHECKING
 import torch
 from torch import nn
 
-from .arch import decoder_blocks, linear_names
+from .arch import conv_masks, decoder_blocks, linear_names, linear_view
 from .masks import NM, magnitude_scores, prune_weight_, select_mask
 
 if TYPE_CHECKING:
@@ -176,8 +177,8 @@ class Criterion:
                                  backend=self.backend, **spec)
 
 
-def block_linears(model: nn.Module) -> dict[str, nn.Linear]:
-    """Every ``nn.Linear`` inside the decoder blocks, by qualified name."""
+def block_linears(model: nn.Module) -> dict[str, nn.Module]:
+    """Every linear layer (``nn.Linear``, transformers ``Conv1D``) inside the decoder blocks, by qualified name."""
     prefix, blocks = decoder_blocks(model)
     mods = dict(model.named_modules())
     return {n: mods[n] for i, b in enumerate(blocks) for n in linear_names(b, f"{prefix}.{i}")}
@@ -204,13 +205,14 @@ def magnitude(model: nn.Module, *, sparsity: float | None = None, pattern: NM | 
     """
     crit = Criterion("magnitude", sparsity, pattern, scope, backend=backend)
     masks = {}
-    for name, lin in block_linears(model).items():
-        if inplace:
-            masks[name] = crit.prune_(lin, None)
-        else:
-            masks[name] = select_mask(magnitude_scores(lin.weight), sparsity=sparsity, pattern=pattern, scope=scope,
-                                      backend=backend)
-    return masks
+    with linear_view(model) as (convs, _):
+        for name, lin in block_linears(model).items():
+            if inplace:
+                masks[name] = crit.prune_(lin, None)
+            else:
+                masks[name] = select_mask(magnitude_scores(lin.weight), sparsity=sparsity, pattern=pattern,
+                                          scope=crit.scope, backend=backend)
+    return conv_masks(masks, convs)
 
 
 def wanda(model: nn.Module, calib: Calibration, *, sparsity: float | None = None, pattern: NM | None = None,

@@ -40,12 +40,13 @@ from __future__ import annotations
 
 import math
 import time
+from contextlib import nullcontext
 from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
-from .arch import Blocks, capture_block_inputs, decoder_blocks, windows
+from .arch import Blocks, capture_block_inputs, conv_masks, decoder_blocks, linear_view, windows
 from .calib import Calibration
 from .criteria import Criterion
 from .engine import Report, WindowReport, _Chains, _lr_lambda, _Reconstructor, _set_modules, _Train
@@ -106,10 +107,22 @@ def _groups(wins: list) -> list[list]:
     return out
 
 
-def _run(model: nn.Module, calib: Calibration, *, window="block", criterion: Criterion | None = None,
-         masks: dict | None = None, train: _Train | None = None, inputs: str = "dense", propagate: str = "sparse",
-         dense: nn.Module | None = None, batch_size: int = 8, validation: Calibration | None = None,
-         device=None, store="cpu", restore: bool = False, progress: bool = False) -> Report:
+def _run(model: nn.Module, calib: Calibration, *, masks: dict | None = None, dense: nn.Module | None = None,
+         **kw) -> Report:
+    """:func:`_run_linear` with transformers ``Conv1D`` layers seen as ``nn.Linear`` (:func:`linear_view`); the
+    masks in and out have each module's own weight shape."""
+    with linear_view(model, masks) as (names, masks), linear_view(dense) if dense is not None else nullcontext():
+        rep = _run_linear(model, calib, masks=masks, dense=dense, **kw)
+    if names:
+        rep.masks = conv_masks(rep.masks, names)
+    return rep
+
+
+def _run_linear(model: nn.Module, calib: Calibration, *, window="block", criterion: Criterion | None = None,
+                masks: dict | None = None, train: _Train | None = None, inputs: str = "dense",
+                propagate: str = "sparse", dense: nn.Module | None = None, batch_size: int = 8,
+                validation: Calibration | None = None, device=None, store="cpu", restore: bool = False,
+                progress: bool = False) -> Report:
     """Process the decoder window by window; see the module docstring. Returns a :class:`Report`."""
     _check_data(model, calib, validation, inputs, propagate)
     wins = windows(model, window)
