@@ -34,6 +34,16 @@ SPECS = [
 backend = backend_fixture(*SPARSEGPT_BACKENDS)
 
 
+@pytest.fixture(params=["right", "left"])
+def cpp_sweep(request, monkeypatch):
+    """Both cpp sweeps: from U (right-looking, below in_features 2048) and from R (left-looking, forced here)."""
+    if request.param == "left":
+        if request.getfixturevalue("backend") != "cpp":
+            pytest.skip("the left-looking sweep is the cpp backend's")
+        monkeypatch.setattr("fastnips.prune.sparsegpt_layer._LEFT_FROM", 0)
+    return request.param
+
+
 def layer(d_out=8, d_in=16, n=512, seed=0, dtype=torch.float64):
     """Correlated inputs with unequal column scales, a random weight, H = 2/n X^T X."""
     g = torch.Generator().manual_seed(seed)
@@ -116,7 +126,7 @@ def test_closed_form_obs_step_for_column_zero(backend):
 
 @pytest.mark.parametrize("blocksize", [16, 9])
 @pytest.mark.parametrize("spec", SPECS)
-def test_full_sweep_equals_naive_obs(backend, spec, blocksize):
+def test_full_sweep_equals_naive_obs(backend, spec, blocksize, cpp_sweep):
     """The Cholesky trick and the lazy block updates equal explicit H_F inversions (to 1e-8)."""
     _, W, H = layer(seed=1)
     Wn, keep_n, losses_n = naive_sparsegpt(W, H, blocksize=blocksize, **spec)
@@ -220,7 +230,7 @@ def test_exact_counts_under_heavy_ties(backend, blocksize):
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 @pytest.mark.parametrize("spec", SPECS)
-def test_backends_agree_with_reference(backend, spec, dtype):
+def test_backends_agree_with_reference(backend, spec, dtype, cpp_sweep):
     if backend == "reference":
         pytest.skip("the oracle itself")
     shapes = [(24, 48, 16)]
@@ -335,21 +345,52 @@ def test_prepared_factor_is_sparsegpts_upper_cholesky_of_the_inverse():
     assert torch.equal(U, torch.triu(U))
 
 
-def test_reusing_the_factor_of_a_shared_input_gives_the_same_update():
-    """Linears reading one input (q/k/v) share H: the factor of one call serves the next, bit for bit."""
+@pytest.mark.parametrize("kind", ["hinv", "factor"])
+def test_reusing_the_factor_of_a_shared_input_gives_the_same_update(backend, kind, monkeypatch):
+    """Linears reading one input (q/k/v) share H: the factor of one call serves the next, bit for bit
+    (``hinv`` from the reference / triton sweeps, ``factor`` from the cpp sweep; each accepted by every backend)."""
+    monkeypatch.setattr("fastnips.prune.sparsegpt_layer._LEFT_FROM", 0)  # the cpp sweep from R at this size
     _, W, H = layer(d_out=8, d_in=16)
     W[:, 3] = 1.0
     H[3, :] = 0.0
     H[:, 3] = 0.0  # a dead column, still zeroed when the factor is reused
-    first = sparsegpt_prune_(W.clone(), H, sparsity=0.5)
+    first = sparsegpt_prune_(W.clone(), H, sparsity=0.5, backend="cpp" if kind == "factor" else "reference")
+    given = getattr(first, kind)
+    assert given is not None
     a, b = W.clone() * 2, W.clone() * 2
-    ra = sparsegpt_prune_(a, H, sparsity=0.5)
-    rb = sparsegpt_prune_(b, H, sparsity=0.5, hinv=first.hinv)
+    ra = sparsegpt_prune_(a, H, sparsity=0.5, backend=backend, **{kind: given})
+    rb = sparsegpt_prune_(b, H, sparsity=0.5, backend=backend, **{kind: given})
     assert torch.equal(a, b)
     assert torch.equal(ra.mask, rb.mask)
     assert bool((b[:, 3] == 0).all())
-    with pytest.raises(ValueError, match="hinv must be"):
-        sparsegpt_prune_(W.clone(), H, sparsity=0.5, hinv=first.hinv[:4, :4])
+    c = W.clone() * 2
+    rc = sparsegpt_prune_(c, H, sparsity=0.5, backend=backend)  # factorised afresh: the same to rounding
+    assert torch.equal(rc.mask, ra.mask)
+    assert rel_err(c, a) < 1e-10
+    with pytest.raises(ValueError, match=f"{kind} must be"):
+        sparsegpt_prune_(W.clone(), H, sparsity=0.5, **{kind: given[:4, :4]})
+    with pytest.raises(ValueError, match="at most one of hinv and factor"):
+        sparsegpt_prune_(W.clone(), H, sparsity=0.5, hinv=given, factor=given)
+
+
+def test_cpp_sweep_from_the_factor_equals_the_sweep_from_the_inverse(monkeypatch):
+    """The left-looking cpp sweep (from R, H = R R^T) and the right-looking one (from U = R^-1) agree to 1e-10
+    in float64 on a layer of several blocks, with the same mask."""
+    from fastnips import _backend
+
+    if not _backend.backend_available("cpp"):
+        pytest.skip(_backend.why_unavailable("cpp"))
+    monkeypatch.setattr("fastnips.prune.sparsegpt_layer._LEFT_FROM", 0)
+    _, W, H = layer(d_out=40, d_in=96, n=400, seed=13)
+    for spec in (dict(sparsity=0.6), dict(sparsity=0.4, scope="row"), dict(pattern=NM(2, 4))):
+        Wl, Wr = W.clone(), W.clone()
+        rl = sparsegpt_prune_(Wl, H, blocksize=32, backend="cpp", **spec)
+        U = sparsegpt_prune_(W.clone(), H, blocksize=32, backend="reference", **spec).hinv
+        rr = sparsegpt_prune_(Wr, H, blocksize=32, backend="cpp", hinv=U, **spec)
+        assert rl.factor is not None and rr.factor is None
+        assert torch.equal(rl.mask, rr.mask)
+        assert rel_err(Wl, Wr) < 1e-10
+        torch.testing.assert_close(rl.losses, rr.losses, rtol=1e-10, atol=0)
 
 
 def test_obs_is_a_deprecated_alias():
@@ -409,7 +450,7 @@ def test_block_scope_reconstructs_random_layers_better_than_row_scope():
 @pytest.mark.parametrize("bad", ["nan", "inf", "zero", "negative", "offdiag-nan"])
 def test_hinv_with_nan_inf_or_non_positive_diagonal_is_refused(backend, bad):
     _, W, H = layer()
-    U = sparsegpt_prune_(W.clone(), H, sparsity=0.5).hinv.clone()
+    U = sparsegpt_prune_(W.clone(), H, sparsity=0.5, backend="reference").hinv.clone()
     if bad == "offdiag-nan":
         U[0, 5] = float("nan")
     else:
@@ -417,6 +458,8 @@ def test_hinv_with_nan_inf_or_non_positive_diagonal_is_refused(backend, bad):
     W0 = W.clone()
     with pytest.raises(ValueError, match="hinv"):
         sparsegpt_prune_(W, H, pattern=NM(2, 4), hinv=U, backend=backend)
+    with pytest.raises(ValueError, match="factor"):
+        sparsegpt_prune_(W, H, pattern=NM(2, 4), factor=U, backend=backend)
     assert torch.equal(W, W0)  # refused before anything was written
 
 
@@ -427,7 +470,7 @@ def test_the_binding_refuses_a_factor_without_a_positive_diagonal(value):
     if not _backend.backend_available("cpp"):
         pytest.skip(_backend.why_unavailable("cpp"))
     _, W, H = layer()
-    U = sparsegpt_prune_(W.clone(), H, sparsity=0.5).hinv.contiguous()
+    U = sparsegpt_prune_(W.clone(), H, sparsity=0.5, backend="reference").hinv.contiguous()
     U[7, 7] = value
     counts = torch.zeros(1, dtype=torch.int64).numpy()
     with pytest.raises(ValueError, match=r"hinv must have a finite, positive diagonal.*hinv\[7, 7\]"):
@@ -448,7 +491,7 @@ def test_float32_preparation_is_the_references_factor():
     assert rel_err(U, want) < 1e-4
     W64, W32 = W.clone(), W.clone()
     r64 = sparsegpt_prune_(W64, H, pattern=NM(2, 4))
-    r32 = sparsegpt_prune_(W32, H, pattern=NM(2, 4), prep_dtype=torch.float32)
+    r32 = sparsegpt_prune_(W32, H, pattern=NM(2, 4), prep_dtype=torch.float32, backend="reference")
     assert r32.hinv.dtype == torch.float32
     assert torch.equal(r64.mask, r32.mask)
     assert rel_err(W32, W64) < 1e-4

@@ -167,11 +167,11 @@ class Criterion:
                 from .sparsegpt_layer import sparsegpt_prune_
 
                 key = id(stats)
-                hinv = None if factors is None else factors.get(key)
+                shared = {} if factors is None else factors.get(key, {})
                 res = sparsegpt_prune_(w.data, stats.hessian(), blocksize=self.blocksize, percdamp=self.percdamp,
-                                       backend=self.backend, hinv=hinv, **spec)
+                                       backend=self.backend, **shared, **spec)
                 if factors is not None:
-                    factors[key] = res.hinv
+                    factors[key] = {"hinv": res.hinv} if res.hinv is not None else {"factor": res.factor}
                 return res.mask
             return prune_weight_(w.data, criterion=self.name, input_norms=None if stats is None else stats.norms(),
                                  backend=self.backend, **spec)

@@ -92,6 +92,9 @@ __all__ = ["SparseGPTResult", "sparsegpt_prune_"]
 #: The backends of :func:`sparsegpt_prune_`.
 SPARSEGPT_BACKENDS = ("reference", "cpp", "triton")
 _WEIGHT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+# from this in_features on, the cpp backend sweeps from the Cholesky factor R (no triangular inverse, see
+# _sweep_left_cpp); below it the fused right-looking native sweep from U is faster (measured crossover ~2048)
+_LEFT_FROM = 2048
 
 
 @dataclass
@@ -111,7 +114,11 @@ class SparseGPTResult:
         The backend that ran.
     hinv : torch.Tensor, (in_features, in_features), float64 (float32 with ``prep_dtype=torch.float32``)
         The upper Cholesky factor of the damped :math:`H^{-1}` the sweep used; pass it back as ``hinv=`` to
-        prune another layer that reads the same input (q/k/v, gate/up) without refactorising.
+        prune another layer that reads the same input (q/k/v, gate/up) without refactorising. ``None`` where
+        the sweep ran on ``factor`` instead (``cpp`` from in_features 2048, no ``hinv`` given).
+    factor : torch.Tensor, (in_features, in_features), or None
+        The upper triangular R with damped :math:`H = R R^\top` (:math:`U = R^{-1}`) the ``cpp`` sweep used;
+        pass it back as ``factor=`` likewise. ``None`` where the sweep ran on ``hinv``.
     """
 
     mask: torch.Tensor
@@ -119,6 +126,7 @@ class SparseGPTResult:
     seconds: float
     backend: str
     hinv: torch.Tensor | None = None
+    factor: torch.Tensor | None = None
 
 
 @dataclass
@@ -133,7 +141,7 @@ class _Plan:
 def sparsegpt_prune_(weight: torch.Tensor, hessian: torch.Tensor, *, sparsity: float | None = None,
                      pattern: NM | None = None, scope: str = "block", blocksize: int = 128, percdamp: float = 0.01,
                      backend: str = "auto", n_threads: int = 0, hinv: torch.Tensor | None = None,
-                     prep_dtype: torch.dtype = torch.float64) -> SparseGPTResult:
+                     prep_dtype: torch.dtype = torch.float64, factor: torch.Tensor | None = None) -> SparseGPTResult:
     r"""Prune ``weight`` in place by SparseGPT's OBS column sweep; return the mask and per-row losses.
 
     See the module docstring for the math and the exact-count mask rule.
@@ -167,6 +175,9 @@ def sparsegpt_prune_(weight: torch.Tensor, hessian: torch.Tensor, *, sparsity: f
         O(in_features^3) preparation, which dominates the layer time from in_features ~ 1536 (dead columns
         of ``hessian`` are still zeroed in ``weight``). Checked for its shape, finite entries and a positive
         diagonal (what every upper Cholesky factor has), not against ``hessian`` otherwise.
+    factor : torch.Tensor, optional
+        ``SparseGPTResult.factor`` of an earlier call with the same ``hessian`` and ``percdamp`` (checked as
+        ``hinv``); give at most one of ``hinv`` and ``factor``.
     prep_dtype : torch.float64 or torch.float32, default torch.float64
         Precision of the preparation (Cholesky and triangular inverse). float32 is what the reference code
         does and is faster from in_features ~ 1536; float64 is the default because float32 loses about
@@ -211,8 +222,11 @@ def sparsegpt_prune_(weight: torch.Tensor, hessian: torch.Tensor, *, sparsity: f
     cuda = weight.device.type == "cuda"
     if prep_dtype not in (torch.float32, torch.float64):
         raise ValueError(f"prep_dtype must be torch.float64 or torch.float32, got {prep_dtype!r}")
-    if hinv is not None:
-        _check_hinv(hinv, cols)
+    if hinv is not None and factor is not None:
+        raise ValueError("give at most one of hinv and factor")
+    for name, f in (("hinv", hinv), ("factor", factor)):
+        if f is not None:
+            _check_hinv(f, cols, name)
     b = _backend.resolve(backend, op="sparsegpt_prune_", supported=SPARSEGPT_BACKENDS, like=weight)
 
     if b == "cpp":
@@ -224,21 +238,26 @@ def sparsegpt_prune_(weight: torch.Tensor, hessian: torch.Tensor, *, sparsity: f
     cdt = torch.float64 if weight.dtype == torch.float64 else torch.float32
     with torch.no_grad():
         W = weight.detach().to(device=dev, dtype=cdt, copy=True).contiguous()
-        if hinv is None:
-            hinv = _prepare(W, hessian.detach().to(device=dev), float(percdamp), prep_dtype)
+        if hinv is None and factor is None:
+            factor = _factor(W, hessian.detach().to(device=dev), float(percdamp), prep_dtype)
         else:
-            W[:, torch.diagonal(hessian).to(dev) == 0] = 0.0  # the dead columns, as _prepare does
-        U = hinv.to(device=dev, dtype=cdt).contiguous()
-        if b == "cpp":
-            mask, losses = _sweep_cpp(W, U, plan, int(n_threads))
+            W[:, torch.diagonal(hessian).to(dev) == 0] = 0.0  # the dead columns, as _factor does
+        if b == "cpp" and hinv is None and cols >= _LEFT_FROM:
+            mask, losses = _sweep_left_cpp(W, factor.to(device=dev, dtype=cdt), plan, int(n_threads))
         else:
-            mask, losses = _sweep_torch(W, U, plan, triton=b == "triton")
+            if hinv is None:
+                hinv, factor = _inverse_upper(factor, float(percdamp)), None
+            U = hinv.to(device=dev, dtype=cdt).contiguous()
+            if b == "cpp":
+                mask, losses = _sweep_cpp(W, U, plan, int(n_threads))
+            else:
+                mask, losses = _sweep_torch(W, U, plan, triton=b == "triton")
         weight.copy_(W)
         mask = mask.to(weight.device)
         if weight.device.type == "cuda":
             torch.cuda.synchronize(weight.device)
     return SparseGPTResult(mask=mask, losses=losses.to("cpu"), seconds=time.perf_counter() - t0, backend=b,
-                           hinv=hinv)
+                           hinv=hinv, factor=factor)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -264,20 +283,20 @@ def _check_inputs(weight, hessian) -> None:
         raise ValueError("hessian contains NaN or inf")
 
 
-def _check_hinv(hinv, cols: int) -> None:
+def _check_hinv(hinv, cols: int, name: str = "hinv") -> None:
     """``hinv`` must look like an upper Cholesky factor: the shape, finite, a positive diagonal (the sweep divides
     by it; NaN or 0 there gave NaN weights or wrong N:M counts)."""
     if not isinstance(hinv, torch.Tensor) or not hinv.is_floating_point() or tuple(hinv.shape) != (cols, cols):
         got = tuple(hinv.shape) if isinstance(hinv, torch.Tensor) else type(hinv).__name__
-        raise ValueError(f"hinv must be the floating ({cols}, {cols}) factor of an earlier call with this hessian "
-                         f"(SparseGPTResult.hinv), got {got}")
+        raise ValueError(f"{name} must be the floating ({cols}, {cols}) factor of an earlier call with this hessian "
+                         f"(SparseGPTResult.{name}), got {got}")
     if not bool(torch.isfinite(hinv).all()):
-        raise ValueError("hinv contains NaN or inf; pass SparseGPTResult.hinv of an earlier call unchanged")
+        raise ValueError(f"{name} contains NaN or inf; pass SparseGPTResult.{name} of an earlier call unchanged")
     d = torch.diagonal(hinv)
     if cols and not bool((d > 0).all()):
         j = int(torch.nonzero(d <= 0)[0, 0])
-        raise ValueError(f"hinv must have a positive diagonal (an upper Cholesky factor of H^-1), got "
-                         f"hinv[{j}, {j}] = {float(d[j]):g}")
+        raise ValueError(f"{name} must have a positive diagonal (an upper triangular factor), got "
+                         f"{name}[{j}, {j}] = {float(d[j]):g}")
 
 
 def _plan(rows: int, cols: int, sparsity, pattern, scope: str, blocksize) -> _Plan:
@@ -305,6 +324,11 @@ def _plan(rows: int, cols: int, sparsity, pattern, scope: str, blocksize) -> _Pl
 
 def _prepare(W: torch.Tensor, hessian: torch.Tensor, percdamp: float, dtype=torch.float64) -> torch.Tensor:
     """Zero W's dead columns in place; return U, the upper Cholesky factor of the damped H^-1 (in ``dtype``)."""
+    return _inverse_upper(_factor(W, hessian, percdamp, dtype), percdamp)
+
+
+def _factor(W: torch.Tensor, hessian: torch.Tensor, percdamp: float, dtype=torch.float64) -> torch.Tensor:
+    """Zero W's dead columns in place; return R = P chol(P H P) P, upper triangular with damped H = R R^T."""
     H = hessian.to(dtype, copy=True)
     scale = float(H.abs().max()) if H.numel() else 0.0
     asym = float((H - H.T).abs().max()) if scale > 0 else 0.0
@@ -324,9 +348,26 @@ def _prepare(W: torch.Tensor, hessian: torch.Tensor, percdamp: float, dtype=torc
     # chol_upper(cholesky_inverse(chol(H))) to rounding, without torch's cholesky_inverse (LAPACK potri, much
     # slower multi-threaded). On the CPU the triangular inverse is LAPACK's dtrtri (scipy): n^3/3 flops, where
     # a triangular solve against the identity costs n^3. Timings: docs/notes/prune.md.
+    if H.device.type == "cpu":  # LAPACK potrf through scipy: 1.4-2x faster than torch's here (docs/notes)
+        import numpy as np
+        from scipy.linalg import lapack
+
+        potrf = lapack.dpotrf if H.dtype == torch.float64 else lapack.spotrf
+        L, info = potrf(H.numpy()[::-1, ::-1], lower=1, clean=1)
+        if info != 0:
+            raise ValueError(_not_pd(H.shape[0] - int(info), percdamp))
+        return torch.from_numpy(np.ascontiguousarray(L[::-1, ::-1]))
     L, info = torch.linalg.cholesky_ex(H.flip(0, 1))
     if int(info) != 0:
         raise ValueError(_not_pd(H.shape[0] - int(info), percdamp))
+    return L.flip(0, 1)
+
+
+def _inverse_upper(R: torch.Tensor, percdamp: float) -> torch.Tensor:
+    """U = R^-1 for the upper triangular R of :func:`_factor` (the inverse of P L P is P L^-1 P)."""
+    if R.shape[0] == 0:
+        return R
+    L = R.flip(0, 1)
     if L.device.type == "cpu":
         from scipy.linalg import lapack
 
@@ -418,3 +459,35 @@ def _sweep_cpp(W: torch.Tensor, U: torch.Tensor, plan: _Plan, n_threads: int):
     mask, losses = C.prune_sparsegpt_sweep(W.numpy(), U.numpy(), plan.mode, plan.blocksize, counts, keep=plan.keep,
                                            group=plan.group, n_threads=n_threads)
     return torch.from_numpy(mask), torch.from_numpy(losses)
+
+
+def _sweep_left_cpp(W: torch.Tensor, R: torch.Tensor, plan: _Plan, n_threads: int):
+    r"""The sweep from R (damped H = R R^T, U = R^-1) without forming U: left-looking block updates.
+
+    With D = W0 - Q the change of the columns already swept, the right-looking lazy updates of the paper
+    (:math:`W \mathrel{-}= E\,U_{[b, :]}`) leave block b at :math:`W_{0,b} + D_{<b} R_{<b,b} R_{bb}^{-1}` when
+    its turn comes (from :math:`W U^{-1} = W R` changing only by E, with U R = I), and the in-block sweep needs
+    only :math:`U_{bb} = R_{bb}^{-1}`. So the preparation is one Cholesky (n^3/3 flops, no triangular inverse:
+    SparseGPT's preparation costs 4/3 n^3) and the updates are half the GEMM flops (rows n^2/2). Each block
+    is swept by the native one-block kernel.
+    """
+    rows, cols = W.shape
+    C = _backend.native()
+    keep = torch.empty(rows, cols, dtype=torch.bool)
+    losses = torch.zeros(rows, dtype=torch.float64)
+    D = torch.empty_like(W)  # columns < i1: W0 - Q
+    for b, i1 in enumerate(range(0, cols, plan.blocksize)):
+        i2 = min(i1 + plan.blocksize, cols)
+        Rbb = R[i1:i2, i1:i2]
+        Ubb = torch.linalg.solve_triangular(Rbb, torch.eye(i2 - i1, dtype=R.dtype), upper=True).contiguous()
+        Wb = W[:, i1:i2].clone()
+        if i1:
+            Wb += (D[:, :i1] @ R[:i1, i1:i2]) @ Ubb
+        counts = torch.tensor(plan.counts[b:b + 1], dtype=torch.int64).numpy()
+        kb, lb = C.prune_sparsegpt_sweep(Wb.numpy(), Ubb.numpy(), plan.mode, plan.blocksize, counts, keep=plan.keep,
+                                         group=plan.group, n_threads=n_threads)
+        keep[:, i1:i2] = torch.from_numpy(kb)
+        losses += torch.from_numpy(lb)
+        torch.sub(W[:, i1:i2], Wb, out=D[:, i1:i2])
+        W[:, i1:i2] = Wb
+    return keep, losses
