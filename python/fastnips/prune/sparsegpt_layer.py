@@ -376,7 +376,7 @@ def _inverse_upper(R: torch.Tensor, percdamp: float) -> torch.Tensor:
         if info != 0:  # a zero pivot cannot follow a successful Cholesky; kept as a guard
             raise ValueError(_not_pd(info, percdamp))
         return torch.from_numpy(Linv).flip(0, 1)
-    eye = torch.eye(H.shape[0], dtype=H.dtype, device=H.device)
+    eye = torch.eye(L.shape[0], dtype=L.dtype, device=L.device)
     return torch.linalg.solve_triangular(L, eye, upper=False).flip(0, 1)
 
 
