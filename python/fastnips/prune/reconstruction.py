@@ -50,6 +50,7 @@ from .arch import Blocks, capture_block_inputs, conv_masks, decoder_blocks, line
 from .calib import Calibration
 from .criteria import Criterion
 from .engine import Report, WindowReport, _Chains, _lr_lambda, _Reconstructor, _set_modules, _Train
+from .profiles import check_per_layer_names
 
 if TYPE_CHECKING:
     from .masked import LoRA
@@ -111,6 +112,8 @@ def _run(model: nn.Module, calib: Calibration, *, masks: dict | None = None, den
          **kw) -> Report:
     """:func:`_run_linear` with transformers ``Conv1D`` layers seen as ``nn.Linear`` (:func:`linear_view`); the
     masks in and out have each module's own weight shape."""
+    crit = kw.get("criterion")
+    check_per_layer_names(model, None if crit is None else crit.per_layer)
     with linear_view(model, masks) as (names, masks), linear_view(dense) if dense is not None else nullcontext():
         rep = _run_linear(model, calib, masks=masks, dense=dense, **kw)
     if names:
@@ -272,17 +275,21 @@ def prune_and_reconstruct(model: nn.Module, calib: Calibration, *, criterion: st
                           loss: str = "mse", blocksize: int = 128, percdamp: float = 0.01,
                           validation: Calibration | None = None, device: torch.device | str | None = None,
                           store: torch.device | str = "cpu", seed: int = 0,
-                          backend: str = "auto", progress: bool = False) -> Report:
+                          backend: str = "auto", progress: bool = False,
+                          per_layer: dict | None = None) -> Report:
     """Prune and reconstruct interleaved, window by window (the paper's pipeline), in place.
 
     For each window: dense targets first, then the criterion prunes the window's blocks with statistics
     from the sparse chain (``propagate``), then the window is reconstructed. Parameters as in
     :func:`reconstruct` and :func:`fastnips.prune.wanda` / :func:`fastnips.prune.sparsegpt`; ``scope=None`` is
-    the criterion's own default (``"block"`` for sparsegpt, ``"row"`` for magnitude and wanda).
+    the criterion's own default (``"block"`` for sparsegpt, ``"row"`` for magnitude and wanda). ``per_layer``
+    (instead of ``sparsity`` / ``pattern``): the target of each linear by name, others stay dense
+    (:func:`fastnips.prune.profiles.layer_profile`, :func:`fastnips.prune.profiles.owl_profile`).
     ``epochs=0`` prunes only (the masks then equal the criterion's own).
     """
     tr = _train_opts(epochs, lr, batch_size, weight_decay, warmup, loss, peft, seed)
-    crit = Criterion(criterion, sparsity, pattern, scope, blocksize=blocksize, percdamp=percdamp, backend=backend)
+    crit = Criterion(criterion, sparsity, pattern, scope, blocksize=blocksize, percdamp=percdamp, backend=backend,
+                     per_layer=per_layer)
     return _run(model, calib, window=window, criterion=crit, train=tr, inputs=inputs, propagate=propagate,
                 batch_size=batch_size, validation=validation, device=device, store=store, progress=progress)
 
