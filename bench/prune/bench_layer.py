@@ -16,7 +16,7 @@ Groups:
 
 Every run checks ours against the reference as it runs: N:M masks identical up to float32 near-ties (at most
 1e-4 of the entries, recorded as ``mask_mismatch``) and weights equal to 1e-3 of their norm; unstructured, the
-reference prunes exactly one entry more per block (its ``<=`` threshold on distinct scores) and ours exactly
+reference prunes at least one entry more per block (its ``<=`` threshold, plus float32 ties) and ours exactly
 ``floor(s * rows * i2) - floor(s * rows * i1)``, and our layer error ``tr((W0 - W) H (W0 - W)^T)`` is at most 1.01x
 the reference's. ``sparsegpt-real`` must equal ``torch-reference`` bit for bit.
 
@@ -109,14 +109,21 @@ def real_sparsegpt():
     return real
 
 
-def run_real(real, W0, X, pattern: str):
-    import contextlib
-    import io
-
+def real_layer(real, W0, X):
+    """The reference's layer object with its Hessian accumulated (outside the timing, as ours gets H given)."""
     lin = torch.nn.Linear(W0.shape[1], W0.shape[0], bias=False)
     lin.weight.data = W0.clone()
     s = real.SparseGPT(lin)
     s.add_batch(X.unsqueeze(1), None)  # n samples of one token: H = 2/n X^T X
+    return lin, s
+
+
+def run_real(real, lin, s, W0, H, pattern: str):
+    import contextlib
+    import io
+
+    lin.weight.data = W0.clone()
+    s.H = H.clone()  # fasterprune consumes it
     a = _as_run_args(pattern)
     with contextlib.redirect_stdout(io.StringIO()):  # it prints its time and error
         s.fasterprune(a.get("sparsity", 0.5), prunen=a.get("zero_n", 0), prunem=a.get("of_m", 0))
@@ -149,7 +156,9 @@ def test_sparsegpt_layer(machine_facts, shape, pattern, impl):
         run = lambda: (lambda W: (W, sparsegpt_prune_(W, H, backend="cpp", prep_dtype=prep, **spec).mask))(W0.clone())
     elif impl == "sparsegpt-real":
         real = real_sparsegpt()
-        run = lambda: run_real(real, W0, X, pattern)
+        lin, obj = real_layer(real, W0, X)
+        assert torch.equal(obj.H, H)  # the same Hessian, bit for bit
+        run = lambda: run_real(real, lin, obj, W0, H, pattern)
     else:
         run = lambda: peers.sparsegpt_as_run(W0.clone(), H, **_as_run_args(pattern))
     W, mask = benchmark(run)
@@ -169,7 +178,7 @@ def test_sparsegpt_layer(machine_facts, shape, pattern, impl):
         i2 = min(i1 + 128, d_in)
         ours, ref = int((~mask[:, i1:i2]).sum()), int((~mask_peer[:, i1:i2]).sum())
         assert ours == (d_out * i2) // 2 - (d_out * i1) // 2
-        assert ref == int(d_out * (i2 - i1) * 0.5) + 1, (b, ref)
+        assert ref >= int(d_out * (i2 - i1) * 0.5) + 1, (b, ref)  # one more, and every float32 tie
     e_ours, e_ref = _layer_error(W0, W, H), _layer_error(W0, W_peer, H)
     benchmark.extra_info.update(layer_error_ratio=e_ours / e_ref)
     assert e_ours <= 1.01 * e_ref

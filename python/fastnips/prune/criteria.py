@@ -220,7 +220,7 @@ def magnitude(model: nn.Module, *, sparsity: float | None = None, pattern: NM | 
     backend : {"auto", "reference", "cpp"}
     per_layer : mapping of str to float or NM, optional
         Instead of ``sparsity`` / ``pattern``: the target of each linear by qualified name (e.g. from
-        :func:`fastnips.prune.profiles.layer_profile` or :func:`fastnips.prune.profiles.owl_profile`); linears it
+        :func:`fastnips.prune.layer_profile` or :func:`fastnips.prune.owl_profile`); linears it
         does not name stay dense.
 
     Returns

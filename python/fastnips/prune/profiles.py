@@ -116,8 +116,7 @@ def layer_profile(model: nn.Module, target: float | NM, *, include: str | Iterab
 
     Examples
     --------
-    >>> from fastnips.prune import load_causal_lm
-    >>> from fastnips.prune.profiles import layer_profile
+    >>> from fastnips.prune import layer_profile, load_causal_lm
     >>> model, _ = load_causal_lm("tiny")
     >>> p = layer_profile(model, 0.5, ignore="*.self_attn.*", overrides={"*.0.mlp.*": 0.3})
     >>> sorted(set(p.values())), all("self_attn" not in n for n in p)

@@ -284,7 +284,7 @@ def prune_and_reconstruct(model: nn.Module, calib: Calibration, *, criterion: st
     :func:`reconstruct` and :func:`fastnips.prune.wanda` / :func:`fastnips.prune.sparsegpt`; ``scope=None`` is
     the criterion's own default (``"block"`` for sparsegpt, ``"row"`` for magnitude and wanda). ``per_layer``
     (instead of ``sparsity`` / ``pattern``): the target of each linear by name, others stay dense
-    (:func:`fastnips.prune.profiles.layer_profile`, :func:`fastnips.prune.profiles.owl_profile`).
+    (:func:`fastnips.prune.layer_profile`, :func:`fastnips.prune.owl_profile`).
     ``epochs=0`` prunes only (the masks then equal the criterion's own).
     """
     tr = _train_opts(epochs, lr, batch_size, weight_decay, warmup, loss, peft, seed)
