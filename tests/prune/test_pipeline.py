@@ -181,12 +181,17 @@ def test_prune_command_refuses_a_read_only_folder(tmp_path, monkeypatch):
         ro.chmod(0o700)
 
 
-def test_a_failed_write_after_the_run_is_one_line(tmp_path, monkeypatch):
+@pytest.mark.parametrize("kind", ["oserror", "safetensors"])
+def test_a_failed_write_after_the_run_is_one_line(tmp_path, monkeypatch, kind):
     """The folder disappears (or the disk fills) during the run: one line naming the folder, no traceback."""
+    import safetensors
+
     import fastnips.prune.pipeline as pl
 
     def fail(*_a, **_k):
-        raise OSError(28, "No space left on device")
+        if kind == "oserror":
+            raise OSError(28, "No space left on device")
+        raise safetensors.SafetensorError("Error while serializing: No space left on device")
 
     monkeypatch.setattr(pl, "_save", fail)
     r = CliRunner().invoke(main, ["prune", "--criterion", "magnitude", "--window", "none", "--calib-n", "4",

@@ -178,8 +178,11 @@ def run_pipeline(model="tiny", *, criterion: str = "wanda", sparsity: float | No
     if out is not None:
         try:
             summary["files"] = _save(net, out, pattern, summary)
-        except OSError as exc:  # the folder was writable before the run; a full disk, a removed folder ...
-            raise OSError(f"could not write the results to {os.fspath(out)!r}: {exc.strerror or exc}") from None
+        except Exception as exc:  # the folder was writable before the run; a full disk, a removed folder ...
+            if not isinstance(exc, OSError) and type(exc).__name__ != "SafetensorError":
+                raise
+            why = getattr(exc, "strerror", None) or exc
+            raise OSError(f"could not write the results to {os.fspath(out)!r}: {why}") from None
         summary["out"] = str(out)
     return summary
 
