@@ -64,7 +64,10 @@ Backends (the same semantics everywhere; the preparation is the torch code above
 * ``cpp`` -- ``csrc/prune/sparsegpt.cpp``: OpenMP over row tiles, each tile sweeping its rows through every
   block in a local buffer and applying its share of the lazy update as a register-blocked rank-B update
   (AVX-512 / AVX2 clones chosen at run time); scope "matrix" selects across all rows in a serial phase per
-  block. float32 and float64.
+  block. float32 and float64. From in_features 2048 (no ``hinv`` given) it sweeps from the factor R of
+  :math:`H = R R^\top` instead, never forming :math:`U = R^{-1}`: block b starts from
+  :math:`W_{0,b} + (W_0 - Q)_{<b} R_{<b,b} R_{bb}^{-1}` (left-looking updates; one Cholesky, no triangular
+  inverse, half the update flops), each block swept by the same native kernel (``_sweep_left_cpp``).
 * ``triton`` -- ``kernels/sparsegpt.py``: one program per row tile sweeps the block with the tile in
   registers (N:M selected in the kernel); unstructured selection and the lazy update are torch ops between
   launches. CUDA tensors (or CPU under ``TRITON_INTERPRET=1``, slowly).
