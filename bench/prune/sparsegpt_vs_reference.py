@@ -55,7 +55,7 @@ def main(argv: list[str]) -> None:
         for name, kw, ours in [("50%", dict(sparsity=0.5), dict(sparsity=0.5)),
                                ("2:4", dict(sparsity=0.5, prunen=2, prunem=4), dict(pattern=NM(2, 4)))]:
             t: dict[str, list[float]] = {"reference": [], "f64": [], "f32": []}
-            for r in range(int(reps) + 1):  # round 0 warms up (lazy imports, allocator) and is dropped
+            for _ in range(int(reps) + 1):  # round 0 warms up (lazy imports, allocator) and is dropped
                 lin.weight.data = W.clone()
                 obj.H = H.clone()  # fasterprune consumes it
                 with contextlib.redirect_stdout(io.StringIO()):
