@@ -2,10 +2,12 @@ r"""Plain-PyTorch peers for the pruning benchmarks, written from the formulas of
 and Wanda (arXiv 2306.11695) papers, not copied from their repositories: what a user would write without
 fastnips.
 
-* :func:`sparsegpt_loop` -- SparseGPT as the algorithm is usually written: float64 Cholesky preparation, then
-  blocks of 128 columns with a Python loop over the block's columns, vectorised over rows, and one GEMM per
-  block for the lazy update. Its mask rule is fastnips' exact-count rule (the lowest (score, column) pairs per
-  row and block, or per N:M group), so the two can be compared entry by entry.
+* :func:`sparsegpt_as_run` -- our reading of the reference SparseGPT code (IST-DASLab/sparsegpt, ``sparsegpt.py``,
+  ``fasterprune``) as it runs: the preparation in float32 (Cholesky, ``cholesky_inverse``, upper Cholesky), the
+  unstructured mask per block of 128 columns over all rows by the threshold rule
+  ``score <= sort(score.flatten())[int(numel * s)]`` (at least one entry more than ``int(numel * s)`` per block),
+  N:M by ``topk`` of the n lowest ("n" counts zeroed weights there). Checked bit for bit against the real code
+  when ``FASTNIPS_SPARSEGPT_REPO`` names a checkout of it (bench_layer.py), which is never copied here.
 * :func:`nm_mask_loop` -- Wanda's N:M selection: a Python loop over column groups, ``topk`` of the lowest
   scores in each (about in_features / group kernel launches).
 * :func:`nm_mask_sort` -- the vectorised alternative: one ``reshape`` and a stable sort over all groups.
@@ -19,50 +21,46 @@ import math
 import torch
 
 
-def sparsegpt_loop(W: torch.Tensor, H: torch.Tensor, *, sparsity: float | None = None, keep: int = 0, group: int = 0,
-                   blocksize: int = 128, percdamp: float = 0.01) -> tuple[torch.Tensor, torch.Tensor]:
-    """Prune ``W`` (float32, updated in place) with Hessian ``H``; return ``(W, keep_mask)``.
+def sparsegpt_as_run(W: torch.Tensor, H: torch.Tensor, *, sparsity: float = 0.5, zero_n: int = 0, of_m: int = 0,
+                     blocksize: int = 128, percdamp: float = 0.01) -> tuple[torch.Tensor, torch.Tensor]:
+    """The reference algorithm as it runs, float32 throughout; ``W`` updated in place. Returns ``(W, keep_mask)``.
 
-    Unstructured per row with ``sparsity``, or N:M keeping ``keep`` of every ``group`` columns.
+    ``zero_n:of_m`` N:M zeroes ``zero_n`` of every ``of_m`` (the reference's ``prunen:prunem``); else unstructured.
     """
     rows, cols = W.shape
-    H = H.to(torch.float64).clone()
+    H = H.float().clone()
     dead = torch.diag(H) == 0
     H[dead, dead] = 1
     W[:, dead] = 0
-    H += percdamp * torch.mean(torch.diag(H)) * torch.eye(cols, dtype=torch.float64)
-    Hinv = torch.linalg.cholesky(torch.cholesky_inverse(torch.linalg.cholesky(H)), upper=True).to(W.dtype)
-    mask = torch.ones(rows, cols, dtype=torch.bool)
-    if group:
-        blocksize = blocksize // group * group
+    idx = torch.arange(cols)
+    H[idx, idx] += percdamp * torch.mean(torch.diag(H))
+    U = torch.linalg.cholesky(torch.cholesky_inverse(torch.linalg.cholesky(H)), upper=True)
+    pruned = torch.zeros(rows, cols, dtype=torch.bool)
     for i1 in range(0, cols, blocksize):
         i2 = min(i1 + blocksize, cols)
-        n = i2 - i1
-        W1 = W[:, i1:i2].clone()
-        Q1 = torch.zeros_like(W1)
-        Err1 = torch.zeros_like(W1)
-        Hinv1 = Hinv[i1:i2, i1:i2]
-        d = torch.diag(Hinv1)
-        prune1 = torch.zeros_like(W1, dtype=torch.bool)
-        if not group:  # prune the k lowest W^2 / d^2 of each row in this block
-            k = math.floor(sparsity * i2) - math.floor(sparsity * i1)
-            order = torch.sort(W1**2 / d**2, dim=1, stable=True).indices
-            prune1.scatter_(1, order[:, :k], True)
-        for i in range(n):
-            if group and i % group == 0:
-                order = torch.sort(W1[:, i : i + group] ** 2 / d[i : i + group] ** 2, dim=1, stable=True).indices
-                prune1[:, i : i + group].scatter_(1, order[:, : group - keep], True)
+        W1, U1 = W[:, i1:i2].clone(), U[i1:i2, i1:i2]
+        d = torch.diag(U1)
+        Q1, E1 = torch.zeros_like(W1), torch.zeros_like(W1)
+        if zero_n:
+            p1 = torch.zeros_like(W1, dtype=torch.bool)
+        else:
+            score = W1**2 / d.reshape(1, -1) ** 2
+            p1 = score <= torch.sort(score.flatten())[0][int(score.numel() * sparsity)]
+        for i in range(i2 - i1):
+            if zero_n and i % of_m == 0:
+                score = W1[:, i : i + of_m] ** 2 / d[i : i + of_m].reshape(1, -1) ** 2
+                p1.scatter_(1, i + torch.topk(score, zero_n, dim=1, largest=False)[1], True)
             w = W1[:, i]
             q = w.clone()
-            q[prune1[:, i]] = 0
+            q[p1[:, i]] = 0
             Q1[:, i] = q
-            err = (w - q) / d[i]
-            W1[:, i:] -= err.unsqueeze(1) @ Hinv1[i, i:].unsqueeze(0)
-            Err1[:, i] = err
+            e = (w - q) / U1[i, i]
+            W1[:, i:] -= e.unsqueeze(1).matmul(U1[i, i:].unsqueeze(0))
+            E1[:, i] = e
         W[:, i1:i2] = Q1
-        mask[:, i1:i2] = ~prune1
-        W[:, i2:] -= Err1 @ Hinv[i1:i2, i2:]
-    return W, mask
+        pruned[:, i1:i2] = p1
+        W[:, i2:] -= E1.matmul(U[i1:i2, i2:])
+    return W, ~pruned
 
 
 def nm_mask_loop(scores: torch.Tensor, keep: int, group: int) -> torch.Tensor:

@@ -1,6 +1,7 @@
 // Bindings of the prune field: keep-mask selection and fused magnitude / Wanda pruning (prune/masks.h), the
 // SparseGPT sweep (prune/sparsegpt.h) and N:M / bitmask packing (prune/pack.h).
 #include <algorithm>
+#include <cmath>
 
 #include "common/bind.h"
 #include "prune/masks.h"
@@ -137,6 +138,18 @@ fp::SparseGPTOptions sparsegpt_options(const std::string& mode, int64_t blocksiz
   return opt;
 }
 
+// The sweep divides by U's diagonal: NaN, inf or a value <= 0 there (no upper Cholesky factor of an SPD
+// inverse has one) gave NaN weights or wrong N:M counts. O(cols), before any work.
+template <typename T>
+void check_factor_diagonal(const T* U, int64_t cols) {
+  for (int64_t j = 0; j < cols; ++j) {
+    const double d = static_cast<double>(U[j * cols + j]);
+    if (!(std::isfinite(d) && d > 0.0))
+      throw py::value_error("hinv must have a finite, positive diagonal (an upper Cholesky factor of H^-1), got "
+                            "hinv[" + std::to_string(j) + ", " + std::to_string(j) + "] = " + std::to_string(d));
+  }
+}
+
 // The SparseGPT sweep on W (in place) with U = upper Cholesky factor of the damped H^-1 (same dtype);
 // returns (keep-mask, losses float64).
 py::tuple prune_sparsegpt_sweep(py::array W, const py::array& U, const std::string& mode, int64_t blocksize,
@@ -153,6 +166,7 @@ py::tuple prune_sparsegpt_sweep(py::array W, const py::array& U, const std::stri
     if (U.shape(0) != cols || U.shape(1) != cols)
       throw py::value_error("hinv must have shape (in_features, in_features) = (" + std::to_string(cols) + ", " +
                             std::to_string(cols) + ")");
+    check_factor_diagonal(ptr<T>(U), cols);
     const auto opt = sparsegpt_options(mode, blocksize, counts, keep, group, n_threads, rows, cols);
     auto mask = new_mask(rows, cols);
     py::array_t<double> losses(rows);

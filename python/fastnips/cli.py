@@ -106,7 +106,11 @@ main.add_command(htc)
 @click.option("--criterion", type=click.Choice(["magnitude", "wanda", "sparsegpt"]), default="wanda",
               show_default=True)
 @click.option("--sparsity", type=click.FloatRange(0.0, 1.0, max_open=True), default=0.5, show_default=True,
-              help="Unstructured, per row.")
+              help="Unstructured sparsity (exact count per --scope group).")
+@click.option("--scope", type=click.Choice(["block", "row", "matrix"]), default=None,
+              help="Comparison group of the unstructured selection: block (sparsegpt only, and its default: all "
+                   "rows of each 128-column block, as the reference SparseGPT), row (the default of magnitude and "
+                   "wanda), matrix (magnitude and wanda).")
 @click.option("--pattern", default="unstructured", show_default=True,
               help="unstructured, or N:M as KEEP:GROUP (2:4 keeps 2 of every 4: NVIDIA's meaning).")
 @click.option("--window", default="block", show_default=True,
@@ -125,30 +129,17 @@ main.add_command(htc)
 @click.option("--seed", default=0, show_default=True)
 @click.option("--no-baseline", is_flag=True, help="Skip the criterion-only run (perplexity before reconstruction).")
 @click.option("--out", type=click.Path(file_okay=False), default=None,
-              help="Folder for sparse.safetensors, config.json and summary.json.")
+              help="Folder (created if missing, checked writable before the run) for sparse.safetensors and "
+                   "summary.json, plus config.json for Hugging Face models.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def prune(model_name, criterion, sparsity, pattern, window, inputs, lora_r, epochs, lr, calib_n, seqlen, eval_n,
-          batch_size, seed, no_baseline, out, as_json):
+def prune(model_name, criterion, sparsity, scope, pattern, window, inputs, lora_r, epochs, lr, calib_n, seqlen,
+          eval_n, batch_size, seed, no_baseline, out, as_json):
     """Prune a causal LM, reconstruct it window by window, report perplexity, save a sparse checkpoint.
 
-    Calibration and held-out text are the docstrings of Python's standard library (no download).
+    Calibration and held-out text are the docstrings of Python's standard library (no download). Every option is
+    checked before the model is loaded.
     """
-    from .prune.pipeline import parse_pattern, parse_window, run_pipeline
+    options = dict(locals())
+    from .prune._cli import prune_command
 
-    # bad options, a missing model folder or package: one line on stderr (the group's handler)
-    s = run_pipeline(model_name, criterion=criterion, sparsity=sparsity, pattern=parse_pattern(pattern),
-                     window=parse_window(window), inputs=inputs, lora_r=lora_r, epochs=epochs, lr=lr, calib_n=calib_n,
-                     seqlen=seqlen, eval_n=eval_n, batch_size=batch_size, seed=seed, baseline=not no_baseline,
-                     out=out, log=(lambda *_: None) if as_json else click.echo)
-    if as_json:
-        click.echo(json.dumps(s, indent=2))
-        return
-    click.echo(f"\n{s['model']}: {s['criterion']}, {s['pattern']}, window {s['window']} ({s['inputs']} inputs)")
-    click.echo(f"  perplexity  dense {s['ppl_dense']:.3f}"
-               + (f"  pruned {s['ppl_pruned']:.3f}" if "ppl_pruned" in s else "")
-               + (f"  reconstructed {s['ppl_reconstructed']:.3f}" if "ppl_reconstructed" in s else ""))
-    click.echo(f"  sparsity of the block linears {s['sparsity']:.4f}; time {s['total_s']:.1f} s "
-               f"(load {s['load_s']:.1f}, prune {s.get('prune_s', 0):.1f}, reconstruct {s.get('reconstruct_s', 0):.1f})"
-               + (f"; peak RSS {s['peak_rss_bytes'] / 2**20:.0f} MiB" if s.get("peak_rss_bytes") else ""))
-    if "out" in s:
-        click.echo(f"  saved {s['out']}/sparse.safetensors (fastnips.prune.load_sparse), summary.json")
+    prune_command(**options)

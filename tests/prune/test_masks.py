@@ -54,15 +54,28 @@ def test_matrix_scope_is_exact_and_matches_oracle():
     assert m.reshape(-1).tolist() == oracle_row_mask(s.reshape(-1).tolist(), k)
 
 
-def test_threshold_rule_of_the_reference_tools_would_over_prune_here():
-    """The `score <= sorted[k]` rule (Wanda/SparseGPT) zeroes every tie of the k-th score: more than asked."""
+def test_threshold_rules_of_sparsegpt_and_wanda_magnitude_over_prune_here():
+    """`score <= sorted(score.flatten())[int(s * numel)]` -- SparseGPT's block rule (per block of columns, all
+    rows) and Wanda's `prune_magnitude` (per matrix) -- zeroes every tie of the threshold: more than asked.
+    The exact-count matrix scope prunes exactly floor(s * numel)."""
     W = tied_weights()
     s = magnitude_scores(W)
-    k = W.shape[1] // 2
-    thresh = torch.sort(s, dim=1).values[:, k - 1 : k]
-    over = (s <= thresh).sum(dim=1)
-    assert (over > k).any()  # the bug this module avoids
-    assert ((~select_mask(s, sparsity=0.5)).sum(dim=1) == k).all()
+    k = int(0.5 * s.numel())
+    thresh = torch.sort(s.flatten()).values[k]
+    assert int((s <= thresh).sum()) > k  # the reference rules over-prune on tied scores
+    assert int((~select_mask(s, sparsity=0.5, scope="matrix")).sum()) == k
+
+
+def test_wandas_own_per_row_rule_is_exact_and_is_the_row_scope():
+    """Wanda's `prune_wanda` (unstructured): a stable sort of each row, the first int(s * d_in) indices pruned.
+    That rule is exact, with ties too, and gives the row-scope mask entry for entry."""
+    W = tied_weights()
+    s = magnitude_scores(W)
+    k = int(0.5 * s.shape[1])
+    wanda_prune = torch.zeros_like(s, dtype=torch.bool)
+    wanda_prune.scatter_(1, torch.sort(s, dim=-1, stable=True)[1][:, :k], True)
+    assert (wanda_prune.sum(dim=1) == k).all()
+    assert torch.equal(~wanda_prune, select_mask(s, sparsity=0.5, scope="row"))
 
 
 @pytest.mark.parametrize(("keep", "group"), [(1, 4), (2, 4), (4, 8), (3, 4), (1, 2)])

@@ -4,6 +4,7 @@ sparse checkpoint, the ``fastnips prune`` command."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -116,3 +117,100 @@ def test_prune_command_on_a_local_hugging_face_folder(tmp_path):
     assert s["sparsity"] == pytest.approx(0.5, abs=1e-9)
     assert (out / "config.json").exists()
     assert (out / "sparse.safetensors").exists()
+
+
+def _no_load(monkeypatch):
+    """Make loading a model fail loudly: a refusal must come before it."""
+    import fastnips.prune.hf as hf
+
+    def boom(*_a, **_k):
+        raise AssertionError("the model was loaded before the arguments were checked")
+
+    monkeypatch.setattr(hf, "load_causal_lm", boom)
+
+
+@pytest.mark.parametrize(("args", "match"), [
+    (["--pattern", "2-4"], "KEEP:GROUP"),
+    (["--pattern", "0:4"], "1 <= keep <= group"),
+    (["--window", "layers"], "window must be"),
+    (["--model", "/nonexistent/dir"], "nothing is downloaded"),
+    (["--criterion", "wanda", "--scope", "block"], "scope 'block' does not apply to wanda"),
+    (["--criterion", "sparsegpt", "--scope", "matrix"], "scope 'matrix' does not apply to sparsegpt"),
+    (["--criterion", "sparsegpt", "--pattern", "2:4", "--scope", "row"], "unstructured sparsity only"),
+])
+def test_prune_command_checks_options_before_loading_the_model(monkeypatch, args, match):
+    _no_load(monkeypatch)
+    r = CliRunner().invoke(main, ["prune", *args])
+    assert r.exit_code == 2, r.output  # click's usage error
+    assert match in r.output
+    assert "Traceback" not in r.output
+
+
+def test_prune_command_refuses_an_unwritable_out_before_the_run(tmp_path, monkeypatch):
+    _no_load(monkeypatch)
+    afile = tmp_path / "a_file"
+    afile.write_text("x")
+    for out, match in ((afile, "is a file"), (afile / "sub", "is not a folder")):
+        r = CliRunner().invoke(main, ["prune", "--out", str(out)])
+        assert r.exit_code == 2, r.output
+        assert match in r.output
+        assert "--out" in r.output
+    assert afile.read_text() == "x"
+
+
+def test_prune_command_refuses_a_read_only_folder(tmp_path, monkeypatch):
+    """A mode-0500 folder, or (as root, who may write there) /proc, where nobody can create a file."""
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    try:
+        try:
+            (ro / "probe").write_text("")
+            (ro / "probe").unlink()
+            target = Path("/proc/fastnips-out")
+            if not Path("/proc").is_dir():
+                pytest.skip("this user writes into mode-0500 folders and there is no /proc")
+        except OSError:
+            target = ro / "new"
+        _no_load(monkeypatch)
+        r = CliRunner().invoke(main, ["prune", "--out", str(target)])
+        assert r.exit_code == 2, r.output
+        assert "is not writable" in r.output
+        assert not target.exists()
+    finally:
+        ro.chmod(0o700)
+
+
+@pytest.mark.parametrize("kind", ["oserror", "safetensors"])
+def test_a_failed_write_after_the_run_is_one_line(tmp_path, monkeypatch, kind):
+    """The folder disappears (or the disk fills) during the run: one line naming the folder, no traceback."""
+    import safetensors
+
+    import fastnips.prune.pipeline as pl
+
+    def fail(*_a, **_k):
+        if kind == "oserror":
+            raise OSError(28, "No space left on device")
+        raise safetensors.SafetensorError("Error while serializing: No space left on device")
+
+    monkeypatch.setattr(pl, "_save", fail)
+    r = CliRunner().invoke(main, ["prune", "--criterion", "magnitude", "--window", "none", "--calib-n", "4",
+                                  "--seqlen", "32", "--eval-n", "2", "--no-baseline", "--out", str(tmp_path / "o")])
+    assert r.exit_code == 1, r.output
+    assert "could not write the results to" in r.output
+    assert "No space left on device" in r.output
+    assert "Traceback" not in r.output
+
+
+def test_help_names_only_written_files_and_the_summary_lists_them(tmp_path):
+    r = CliRunner().invoke(main, ["prune", "--help"])
+    assert "config.json for Hugging Face models" in " ".join(r.output.split())
+    out = tmp_path / "o"
+    r = CliRunner().invoke(main, ["prune", "--criterion", "sparsegpt", "--window", "none", "--calib-n", "4",
+                                  "--seqlen", "32", "--eval-n", "2", "--no-baseline", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    written = sorted(p.name for p in out.iterdir())
+    assert written == ["sparse.safetensors", "summary.json"]  # the tiny decoder has no HF config
+    assert sorted(json.loads((out / "summary.json").read_text())["files"]) == written
+    assert "sparse.safetensors, summary.json" in r.output
+    assert "per block" in r.output  # sparsegpt's default comparison group

@@ -39,7 +39,9 @@ from .hf import load_causal_lm, perplexity, smollm2_gguf_path, token_ids
 from .masked import LoRA, MaskedLinear, MaskedLoRALinear
 from .masks import NM, magnitude_scores, prune_weight_, select_mask, wanda_scores
 from .pack import PackedBitmask, PackedNM, pack_bitmask, pack_nm, unpack_bitmask, unpack_nm
+from .profiles import layer_profile, owl_profile
 from .reconstruction import Report, WindowReport, prune_and_reconstruct, reconstruct, retrain
+from .semi_structured import to_semi_structured_
 from .sparsegpt_layer import SparseGPTResult, sparsegpt_prune_
 from .surgery import add_lora, apply_masks, keep_masks, masks_of, merge_lora, sparsity_report, strip_masks
 from .tiny import TinyConfig, TinyDecoder, load_tiny, save_tiny, train_tiny
@@ -67,6 +69,7 @@ __all__ = [
     "block_linears",
     "decoder_blocks",
     "keep_masks",
+    "layer_profile",
     "load_causal_lm",
     "load_sparse",
     "load_tiny",
@@ -74,6 +77,7 @@ __all__ = [
     "magnitude_scores",
     "masks_of",
     "merge_lora",
+    "owl_profile",
     "pack_bitmask",
     "pack_nm",
     "perplexity",
@@ -89,6 +93,7 @@ __all__ = [
     "sparsegpt_prune_",
     "sparsity_report",
     "strip_masks",
+    "to_semi_structured_",
     "token_ids",
     "train_tiny",
     "unpack_bitmask",

@@ -2,8 +2,15 @@ r"""What the pruning and reconstruction code needs to know about a decoder: wher
 call one, and how a block splits into attention and MLP windows.
 
 * **Blocks.** The decoder blocks are the longest ``nn.ModuleList`` of same-class modules that contain
-  ``nn.Linear`` layers (``model.model.layers`` in Hugging Face Llama, Mistral, Qwen2, SmolLM and
+  linear layers (``model.model.layers`` in Hugging Face Llama, Mistral, Qwen2, SmolLM and
   :class:`fastnips.prune.tiny.TinyDecoder`; ``transformer.h`` in GPT-2 style models).
+* **Linear layers** are ``nn.Linear`` and transformers' ``Conv1D`` (GPT-2, GPT-Neo's ancestors, DistilGPT2:
+  :math:`y = x W + b` with W stored (in_features, out_features), the transpose of ``nn.Linear``). The
+  model-level functions (criteria, reconstruction, retraining) run with every ``Conv1D`` of the blocks swapped
+  for an equivalent ``nn.Linear`` (:func:`linear_view`) and swapped back at the end, the updated weights
+  copied back transposed; the masks they take and return have the shape of each module's own weight, so a
+  ``Conv1D``'s mask is (in_features, out_features). The reference SparseGPT code handles ``Conv1D`` the same
+  way, by transposing its weight.
 * **Inputs of block 0** are captured generically: a pre-hook on block 0 records its hidden state and *every*
   keyword argument the model passes (``attention_mask``, ``position_ids``, ``position_embeddings``, ...) and
   stops the forward pass. Recording all keywords rather than a fixed list survives transformers' changes of
@@ -17,12 +24,15 @@ call one, and how a block splits into attention and MLP windows.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import torch
 from torch import nn
 
-__all__ = ["Blocks", "Window", "call_block", "capture_block_inputs", "decoder_blocks", "linear_names", "windows"]
+__all__ = ["Blocks", "Window", "call_block", "capture_block_inputs", "decoder_blocks", "is_conv1d", "linear_names",
+           "linear_view", "windows"]
 
 WINDOWS = ("matrix", "attn_mlp", "block")
 
@@ -55,7 +65,7 @@ def decoder_blocks(model: nn.Module) -> tuple[str, nn.ModuleList]:
         if not isinstance(mod, nn.ModuleList) or len(mod) == 0:
             continue
         kinds = {type(m) for m in mod}
-        if len(kinds) != 1 or not any(isinstance(x, nn.Linear) for x in mod[0].modules()):
+        if len(kinds) != 1 or not any(_is_linear(x) for x in mod[0].modules()):
             continue
         if best is None or len(mod) > len(best[1]):
             best = (name, mod)
@@ -65,10 +75,66 @@ def decoder_blocks(model: nn.Module) -> tuple[str, nn.ModuleList]:
     return best
 
 
+def is_conv1d(m: nn.Module) -> bool:
+    """Whether ``m`` is transformers' ``Conv1D`` (a linear layer with its weight stored (in, out))."""
+    return type(m).__name__ == "Conv1D" and type(m).__module__.startswith("transformers") and hasattr(m, "nf")
+
+
+def _is_linear(m: nn.Module) -> bool:
+    return isinstance(m, nn.Linear) or is_conv1d(m)
+
+
 def linear_names(module: nn.Module, prefix: str = "") -> list[str]:
-    """Qualified names of the ``nn.Linear`` layers under ``module`` in registration order."""
+    """Qualified names of the linear layers (``nn.Linear``, transformers ``Conv1D``) under ``module`` in
+    registration order."""
     p = f"{prefix}." if prefix else ""
-    return [p + n for n, m in module.named_modules() if isinstance(m, nn.Linear)]
+    return [p + n for n, m in module.named_modules() if _is_linear(m)]
+
+
+def _to_linear(conv: nn.Module) -> nn.Linear:
+    w = conv.weight
+    lin = nn.Linear(w.shape[0], w.shape[1], bias=conv.bias is not None, device=w.device, dtype=w.dtype)
+    with torch.no_grad():
+        lin.weight = nn.Parameter(w.detach().t().contiguous(), requires_grad=w.requires_grad)
+    if conv.bias is not None:
+        lin.bias = conv.bias  # the same parameter
+    return lin
+
+
+@contextmanager
+def linear_view(model: nn.Module, masks: dict | None = None) -> Iterator[tuple[set, dict | None]]:
+    """Within the block, every transformers ``Conv1D`` of ``model`` is an equivalent ``nn.Linear``.
+
+    Yields ``(names, masks)``: the qualified names swapped and ``masks`` with those names' masks transposed to
+    (out_features, in_features). On exit each ``Conv1D`` is put back with the (possibly pruned and updated)
+    linear weight copied into its own weight, transposed; a module at a swapped name that is no longer a plain
+    ``nn.Linear`` raises. Models without ``Conv1D`` pass through untouched.
+    """
+    convs = {n: m for n, m in model.named_modules() if is_conv1d(m)}
+    parents = {}
+    for name, conv in convs.items():
+        parent_name, _, attr = name.rpartition(".")
+        parents[name] = (model.get_submodule(parent_name) if parent_name else model, attr)
+        setattr(*parents[name], _to_linear(conv))
+    if masks is not None and convs:
+        masks = {n: (m.t() if n in convs and isinstance(m, torch.Tensor) and m.dim() == 2 else m)
+                 for n, m in masks.items()}
+    try:
+        yield set(convs), masks
+    finally:
+        for name, conv in convs.items():
+            lin = getattr(*parents[name])
+            if type(lin) is not nn.Linear:
+                raise RuntimeError(f"{name}: expected the nn.Linear standing in for a Conv1D, found "
+                                   f"{type(lin).__name__} (strip masks / merge LoRA before leaving)")
+            with torch.no_grad():
+                conv.weight.copy_(lin.weight.t())
+            setattr(*parents[name], conv)
+
+
+def conv_masks(masks: dict, names: set) -> dict:
+    """``masks`` with the masks of the swapped ``Conv1D`` names transposed back to (in, out)."""
+    return {n: (m.t().contiguous() if n in names else m) for n, m in masks.items()}
 
 
 def call_block(block: nn.Module, h: torch.Tensor, kwargs: dict) -> torch.Tensor:
@@ -194,6 +260,6 @@ def windows(model: nn.Module, window: str | Blocks) -> list[Window]:
             out.append(Window(f"block {i} mlp", "mlp", i, i + 1, [ln2, mlp], linear_names(mlp, f"{bp}.mlp")))
         else:
             for n, m in blk.named_modules():
-                if isinstance(m, nn.Linear):
+                if _is_linear(m):
                     out.append(Window(f"{bp}.{n}", "matrix", i, i + 1, [m], [f"{bp}.{n}"]))
     return out

@@ -7,7 +7,10 @@ everything else dense under its own name. Tensors that share storage (a tied ``l
 the others become aliases, and a tie group that contains an embedding is never packed. The header metadata
 key ``"fastnips_sparse"`` holds JSON: ``format_version`` and, per tensor in state-dict order, ``shape``,
 ``dtype``, ``format`` (``dense`` | ``bitmask`` | ``nm``), ``pattern`` ([keep, group] or null), or
-``alias_of``. :func:`load_sparse` returns the dense state dict, bit for bit (zeros as +0).
+``alias_of``, and ``checksums``: the SHA-256 of the bytes of every stored tensor (format version 2).
+:func:`load_sparse` verifies every checksum and returns the dense state dict, bit for bit (zeros as +0); a
+corrupted file (a flipped bit in ``values``, a truncated part) is refused with a ValueError naming the tensor.
+Version 1 files (written before checksums) are still read, unverified.
 
 Examples
 --------
@@ -23,6 +26,7 @@ True
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Mapping
@@ -35,8 +39,16 @@ from .pack import _FLOATS, PackedBitmask, PackedNM, pack_bitmask, pack_nm, unpac
 __all__ = ["FORMAT_VERSION", "load_sparse", "save_sparse"]
 
 #: Version of the checkpoint layout written by :func:`save_sparse`.
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+_READABLE_VERSIONS = (1, 2)  # 1: no checksums
 _META_KEY = "fastnips_sparse"
+_FORMATS = ("dense", "bitmask", "nm")
+
+
+def _checksum(t: torch.Tensor) -> str:
+    """SHA-256 of the bytes of ``t`` (C-contiguous, CPU), as hex."""
+    raw = t.detach().to("cpu").contiguous().reshape(-1).view(torch.uint8).numpy()
+    return hashlib.sha256(raw.tobytes()).hexdigest()
 
 
 def _safetensors():
@@ -95,7 +107,7 @@ def save_sparse(model_or_state_dict: torch.nn.Module | Mapping[str, torch.Tensor
     Returns
     -------
     dict
-        The metadata written (``format_version`` and the per-tensor entries).
+        The metadata written (``format_version``, the per-tensor entries and the ``checksums``).
 
     Raises
     ------
@@ -158,7 +170,8 @@ def save_sparse(model_or_state_dict: torch.nn.Module | Mapping[str, torch.Tensor
                 raise ValueError(f"packed tensor name {key_name!r} collides with another entry of the state dict")
             tensors[key_name] = v.to("cpu").contiguous()
         entries[name] = entry
-    meta = {"format_version": FORMAT_VERSION, "tensors": entries}
+    meta = {"format_version": FORMAT_VERSION, "tensors": entries,
+            "checksums": {k: _checksum(v) for k, v in tensors.items()}}
     st.save_file(tensors, os.fspath(path), metadata={_META_KEY: json.dumps(meta)})
     return meta
 
@@ -183,8 +196,10 @@ def load_sparse(path: str | os.PathLike, model: torch.nn.Module | None = None, *
     Raises
     ------
     ValueError
-        A file without fastnips metadata, an unknown format version, packed parts that are missing or
-        malformed, or (with ``model``) missing/unexpected keys and shape or dtype mismatches, all named.
+        A file without fastnips metadata, malformed metadata (not JSON, missing or mistyped fields, an alias of
+        nothing), an unknown format version, a tensor whose checksum does not match (a corrupted file), packed
+        parts that are missing or malformed, or (with ``model``) missing/unexpected keys and shape or dtype
+        mismatches, all named.
     """
     _safetensors()
     from safetensors import safe_open
@@ -193,10 +208,8 @@ def load_sparse(path: str | os.PathLike, model: torch.nn.Module | None = None, *
         header = f.metadata() or {}
         if _META_KEY not in header:
             raise ValueError(f"{os.fspath(path)} is not a fastnips sparse checkpoint (no {_META_KEY!r} metadata)")
-        meta = json.loads(header[_META_KEY])
-        if meta.get("format_version") != FORMAT_VERSION:
-            raise ValueError(f"unsupported fastnips sparse checkpoint version {meta.get('format_version')!r} "
-                             f"(this fastnips reads version {FORMAT_VERSION})")
+        meta = _parse_meta(header[_META_KEY], os.fspath(path))
+        sums = meta.get("checksums")
         stored = set(f.keys())
         used: set[str] = set()
 
@@ -204,13 +217,17 @@ def load_sparse(path: str | os.PathLike, model: torch.nn.Module | None = None, *
             if name not in stored:
                 raise ValueError(f"{os.fspath(path)} lacks the tensor {name!r} its metadata announces")
             used.add(name)
-            return f.get_tensor(name)
+            t = f.get_tensor(name)
+            if sums is not None and _checksum(t) != sums.get(name):
+                raise ValueError(f"{os.fspath(path)} is corrupted: the checksum of tensor {name!r} does not match "
+                                 "the one written with it")
+            return t
 
         out: dict[str, torch.Tensor] = {}
         for name, e in meta["tensors"].items():
             if "alias_of" in e:
                 continue
-            shape = tuple(int(x) for x in e["shape"])
+            shape = tuple(e["shape"])
             dtype = getattr(torch, e["dtype"], None)
             if not isinstance(dtype, torch.dtype):
                 raise ValueError(f"{name}: unknown dtype {e['dtype']!r} in the metadata")
@@ -239,6 +256,50 @@ def load_sparse(path: str | os.PathLike, model: torch.nn.Module | None = None, *
     if model is not None:
         _load_into(model, state)
     return state
+
+
+def _parse_meta(raw: str, path: str) -> dict:
+    """The checkpoint metadata, its structure checked: every defect a ValueError naming the field."""
+    def bad(what: str) -> ValueError:
+        return ValueError(f"{path}: malformed fastnips sparse checkpoint metadata: {what}")
+
+    try:
+        meta = json.loads(raw)
+    except ValueError as exc:
+        raise bad(f"not JSON ({exc})") from None
+    if not isinstance(meta, dict):
+        raise bad(f"expected a JSON object, got {type(meta).__name__}")
+    if meta.get("format_version") not in _READABLE_VERSIONS:
+        raise ValueError(f"unsupported fastnips sparse checkpoint version {meta.get('format_version')!r} "
+                         f"(this fastnips reads versions {', '.join(map(str, _READABLE_VERSIONS))})")
+    entries = meta.get("tensors")
+    if not isinstance(entries, dict):
+        raise bad(f"'tensors' must be an object of name -> entry, got {type(entries).__name__}")
+    sums = meta.get("checksums")
+    if meta["format_version"] >= 2 and not (
+            isinstance(sums, dict) and all(isinstance(v, str) for v in sums.values())):
+        raise bad("'checksums' must be an object of tensor name -> SHA-256 hex string")
+    for name, e in entries.items():
+        if not isinstance(e, dict):
+            raise bad(f"entry {name!r} must be an object, got {type(e).__name__}")
+        if "alias_of" in e:
+            target = entries.get(e["alias_of"]) if isinstance(e["alias_of"], str) else None
+            if not isinstance(target, dict) or "alias_of" in target:
+                raise bad(f"entry {name!r} is an alias of {e['alias_of']!r}, which is not a stored tensor")
+            continue
+        shape, dtype, fmt, pattern = e.get("shape"), e.get("dtype"), e.get("format"), e.get("pattern")
+        if not isinstance(shape, list) or not all(type(x) is int and x >= 0 for x in shape):
+            raise bad(f"entry {name!r}: 'shape' must be a list of non-negative ints, got {shape!r}")
+        if not isinstance(dtype, str):
+            raise bad(f"entry {name!r}: 'dtype' must be a string, got {dtype!r}")
+        if fmt not in _FORMATS:
+            raise bad(f"entry {name!r}: 'format' must be one of {_FORMATS}, got {fmt!r}")
+        if fmt != "dense" and len(shape) != 2:
+            raise bad(f"entry {name!r}: a packed tensor must be 2-D, got shape {shape!r}")
+        if fmt == "nm" and not (isinstance(pattern, list) and len(pattern) == 2
+                                and all(type(x) is int for x in pattern)):
+            raise bad(f"entry {name!r}: 'pattern' must be [keep, group] for format 'nm', got {pattern!r}")
+    return meta
 
 
 def _load_into(model: torch.nn.Module, state: dict[str, torch.Tensor]) -> None:

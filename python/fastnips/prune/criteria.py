@@ -1,7 +1,8 @@
 r"""Pruning criteria over a model's linear layers: magnitude, Wanda and SparseGPT.
 
-Which layers: every ``nn.Linear`` inside the decoder blocks (:func:`fastnips.prune.arch.decoder_blocks`);
-embeddings and ``lm_head`` stay dense, as in the reference tools.
+Which layers: every ``nn.Linear`` (and transformers ``Conv1D``, GPT-2 family: see :mod:`fastnips.prune.arch`)
+inside the decoder blocks (:func:`fastnips.prune.arch.decoder_blocks`); embeddings and ``lm_head`` stay dense,
+as in the reference tools.
 
 Statistics, once per distinct input
 -----------------------------------
@@ -22,14 +23,16 @@ one pre-pruning pass of that block.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
-from .arch import decoder_blocks, linear_names
+from .arch import conv_masks, decoder_blocks, linear_names, linear_view
 from .masks import NM, magnitude_scores, prune_weight_, select_mask
+from .profiles import check_per_layer_names
 
 if TYPE_CHECKING:
     from .calib import Calibration
@@ -126,14 +129,26 @@ class Criterion:
     name: str
     sparsity: float | None = None
     pattern: NM | None = None
-    scope: str = "row"
+    scope: str | None = None  # None: the criterion's own ("block" for sparsegpt, "row" otherwise)
     blocksize: int = 128
     percdamp: float = 0.01
     backend: str = "auto"
+    per_layer: Mapping | None = None  # qualified linear name -> sparsity or NM; other linears stay dense
 
     def __post_init__(self):
         if self.name not in CRITERIA:
             raise ValueError(f"criterion must be one of {CRITERIA}, got {self.name!r}")
+        if self.per_layer is not None:
+            from .profiles import check_per_layer
+
+            if self.sparsity is not None or self.pattern is not None:
+                raise ValueError("give per_layer or sparsity/pattern, not both")
+            object.__setattr__(self, "per_layer", check_per_layer(self.per_layer))
+            if self.scope is None:
+                object.__setattr__(self, "scope", "block" if self.name == "sparsegpt" else "row")
+            return
+        if self.scope is None:
+            object.__setattr__(self, "scope", "block" if self.name == "sparsegpt" else "row")
         if (self.sparsity is None) == (self.pattern is None):
             raise ValueError("give exactly one of sparsity (unstructured) or pattern (an NM(keep, group))")
         if self.pattern is not None and not isinstance(self.pattern, NM):
@@ -151,38 +166,47 @@ class Criterion:
     def needs_hessian(self) -> bool:
         return self.name == "sparsegpt"
 
-    def prune_(self, linear: nn.Linear, stats: InputStats | None, factors: dict | None = None) -> torch.Tensor:
+    def prune_(self, linear: nn.Linear, stats: InputStats | None, factors: dict | None = None,
+               name: str | None = None) -> torch.Tensor:
         """Prune ``linear.weight`` in place (SparseGPT also updates the kept weights); return the keep-mask.
 
         ``factors`` (SparseGPT): a dict shared by the linears of one block, so that those reading the same
-        input (one :class:`InputStats`) reuse one Hessian factorisation.
+        input (one :class:`InputStats`) reuse one Hessian factorisation. ``name``: the qualified name, looked
+        up in ``per_layer`` (a linear it does not list is left dense: an all-True mask).
         """
         w = linear.weight
         spec = dict(sparsity=self.sparsity, pattern=self.pattern, scope=self.scope)
+        if self.per_layer is not None:
+            target = self.per_layer.get(name)
+            if target is None:
+                return torch.ones(w.shape, dtype=torch.bool, device=w.device)
+            spec = dict(sparsity=None, pattern=target, scope=self.scope) if isinstance(target, NM) else dict(
+                sparsity=target, pattern=None, scope=self.scope)
         with torch.no_grad():
             if self.name == "sparsegpt":
                 from .sparsegpt_layer import sparsegpt_prune_
 
                 key = id(stats)
-                hinv = None if factors is None else factors.get(key)
+                shared = {} if factors is None else factors.get(key, {})
                 res = sparsegpt_prune_(w.data, stats.hessian(), blocksize=self.blocksize, percdamp=self.percdamp,
-                                       backend=self.backend, hinv=hinv, **spec)
+                                       backend=self.backend, **shared, **spec)
                 if factors is not None:
-                    factors[key] = res.hinv
+                    factors[key] = {"hinv": res.hinv} if res.hinv is not None else {"factor": res.factor}
                 return res.mask
             return prune_weight_(w.data, criterion=self.name, input_norms=None if stats is None else stats.norms(),
                                  backend=self.backend, **spec)
 
 
-def block_linears(model: nn.Module) -> dict[str, nn.Linear]:
-    """Every ``nn.Linear`` inside the decoder blocks, by qualified name."""
+def block_linears(model: nn.Module) -> dict[str, nn.Module]:
+    """Every linear layer (``nn.Linear``, transformers ``Conv1D``) inside the decoder blocks, by qualified name."""
     prefix, blocks = decoder_blocks(model)
     mods = dict(model.named_modules())
     return {n: mods[n] for i, b in enumerate(blocks) for n in linear_names(b, f"{prefix}.{i}")}
 
 
 def magnitude(model: nn.Module, *, sparsity: float | None = None, pattern: NM | None = None, scope: str = "row",
-              inplace: bool = True, backend: str = "auto") -> dict[str, torch.Tensor]:
+              inplace: bool = True, backend: str = "auto",
+              per_layer: Mapping[str, float | NM] | None = None) -> dict[str, torch.Tensor]:
     """Magnitude pruning of every linear in the decoder blocks: prune the smallest :math:`|W_{ij}|`.
 
     Parameters
@@ -194,26 +218,35 @@ def magnitude(model: nn.Module, *, sparsity: float | None = None, pattern: NM | 
     inplace : bool, default True
         Zero the pruned weights; ``False`` leaves the model untouched and only returns the masks.
     backend : {"auto", "reference", "cpp"}
+    per_layer : mapping of str to float or NM, optional
+        Instead of ``sparsity`` / ``pattern``: the target of each linear by qualified name (e.g. from
+        :func:`fastnips.prune.layer_profile` or :func:`fastnips.prune.owl_profile`); linears it
+        does not name stay dense.
 
     Returns
     -------
     dict[str, torch.Tensor]
         Keep-masks (bool, True = kept) by qualified linear name.
     """
-    crit = Criterion("magnitude", sparsity, pattern, scope, backend=backend)
+    crit = Criterion("magnitude", sparsity, pattern, scope, backend=backend, per_layer=per_layer)
+    check_per_layer_names(model, crit.per_layer)
     masks = {}
-    for name, lin in block_linears(model).items():
-        if inplace:
-            masks[name] = crit.prune_(lin, None)
-        else:
-            masks[name] = select_mask(magnitude_scores(lin.weight), sparsity=sparsity, pattern=pattern, scope=scope,
-                                      backend=backend)
-    return masks
+    with linear_view(model) as (convs, _):
+        for name, lin in block_linears(model).items():
+            if inplace or per_layer is not None:
+                if not inplace:
+                    raise ValueError("per_layer needs inplace=True")
+                masks[name] = crit.prune_(lin, None, name=name)
+            else:
+                masks[name] = select_mask(magnitude_scores(lin.weight), sparsity=sparsity, pattern=pattern,
+                                          scope=crit.scope, backend=backend)
+    return conv_masks(masks, convs)
 
 
 def wanda(model: nn.Module, calib: Calibration, *, sparsity: float | None = None, pattern: NM | None = None,
           scope: str = "row", propagate: str = "sparse", batch_size: int = 8, inplace: bool = True,
-          backend: str = "auto", progress: bool = False) -> dict[str, torch.Tensor]:
+          backend: str = "auto", progress: bool = False,
+          per_layer: Mapping[str, float | NM] | None = None) -> dict[str, torch.Tensor]:
     r"""Wanda (Sun et al., arXiv 2306.11695): prune the smallest :math:`|W_{ij}|\,\|X_{:,j}\|_2`.
 
     Parameters
@@ -233,6 +266,8 @@ def wanda(model: nn.Module, calib: Calibration, *, sparsity: float | None = None
         Mask selection backend.
     progress : bool
         A progress bar over blocks (tqdm when installed).
+    per_layer : mapping of str to float or NM, optional
+        As in :func:`magnitude`.
 
     Returns
     -------
@@ -241,14 +276,15 @@ def wanda(model: nn.Module, calib: Calibration, *, sparsity: float | None = None
     """
     from .reconstruction import _run
 
-    crit = Criterion("wanda", sparsity, pattern, scope, backend=backend)
+    crit = Criterion("wanda", sparsity, pattern, scope, backend=backend, per_layer=per_layer)
     return _run(model, calib, window="block", criterion=crit, propagate=propagate, batch_size=batch_size,
                 restore=not inplace, progress=progress).masks
 
 
 def sparsegpt(model: nn.Module, calib: Calibration, *, sparsity: float | None = None, pattern: NM | None = None,
-              scope: str = "row", blocksize: int = 128, percdamp: float = 0.01, propagate: str = "sparse",
-              batch_size: int = 8, backend: str = "auto", progress: bool = False) -> dict[str, torch.Tensor]:
+              scope: str = "block", blocksize: int = 128, percdamp: float = 0.01, propagate: str = "sparse",
+              batch_size: int = 8, backend: str = "auto", progress: bool = False,
+              per_layer: Mapping[str, float | NM] | None = None) -> dict[str, torch.Tensor]:
     r"""SparseGPT (Frantar & Alistarh, arXiv 2301.00774): OBS pruning with weight updates, in place.
 
     Each linear's weights are pruned column by column with the optimal-brain-surgeon update of the columns
@@ -256,12 +292,16 @@ def sparsegpt(model: nn.Module, calib: Calibration, *, sparsity: float | None = 
     (:func:`fastnips.prune.sparsegpt_prune_`, module :mod:`fastnips.prune.sparsegpt_layer`, has the details and the
     exact-count mask rule).
 
-    Parameters are those of :func:`wanda` plus ``blocksize`` (columns per lazy-update block) and ``percdamp``
-    (diagonal damping as a fraction of mean(diag H)). The model is always modified in place (the update *is*
-    the method); keep a copy if the dense model is needed, or use :func:`prune_and_reconstruct`.
+    Parameters are those of :func:`wanda` except ``scope`` plus ``blocksize`` (columns per lazy-update block) and
+    ``percdamp`` (diagonal damping as a fraction of mean(diag H)). ``scope="block"`` (the default) selects the
+    mask as the reference SparseGPT does, over all rows of each block of ``blocksize`` columns (exact counts);
+    ``scope="row"`` gives every row the same count. ``per_layer`` as in :func:`magnitude`. The model is always
+    modified in place (the update *is* the method); keep a copy if the dense model is needed, or use
+    :func:`prune_and_reconstruct`.
     """
     from .reconstruction import _run
 
-    crit = Criterion("sparsegpt", sparsity, pattern, scope, blocksize=blocksize, percdamp=percdamp, backend=backend)
+    crit = Criterion("sparsegpt", sparsity, pattern, scope, blocksize=blocksize, percdamp=percdamp, backend=backend,
+                     per_layer=per_layer)
     return _run(model, calib, window="block", criterion=crit, propagate=propagate, batch_size=batch_size,
                 progress=progress).masks

@@ -436,7 +436,7 @@ class _Reconstructor:
             stats = col.by_name
         factors: dict = {}  # one Hessian factorisation per distinct input (SparseGPT)
         for n, m in lin.items():
-            self.report.masks[n] = crit.prune_(m, None if stats is None else stats[n], factors).to("cpu")
+            self.report.masks[n] = crit.prune_(m, None if stats is None else stats[n], factors, name=n).to("cpu")
 
     def _fit(self, w: Window, fwd, data: _Data, val: _Data | None, rep: WindowReport) -> None:
         with _Peak(self.device) as pk:

@@ -6,10 +6,14 @@ Conventions (choices the papers and tools leave open or get wrong):
 * **N:M is one explicit type,** :class:`NM` ``(keep, group)``: keep ``keep`` of every ``group`` consecutive
   input columns of a row. Wanda, SparseGPT and llm-compressor read the string ``"n:m"`` as "zero n of m",
   NVIDIA and torch as "keep n"; the two agree only at 2:4 and 4:8, so no string is accepted.
-* **Exact sparsity, also with ties.** The reference tools zero ``score <= sorted[k]``, which removes every
-  entry tied with the k-th smallest (with Q4-dequantised weights, 16 levels per block of 32, ties are the
-  rule). Here exactly ``floor(sparsity * count)`` entries are pruned per row (``scope="row"``, Wanda's
-  choice) or per matrix (``scope="matrix"``), and exactly ``group - keep`` per N:M group.
+* **Exact sparsity, also with ties.** Two threshold rules of the reference code zero
+  ``score <= sorted(score.flatten())[k]`` with ``k = int(s * numel)``: SparseGPT's unstructured mask (per block
+  of 128 columns over all rows) and Wanda's ``prune_magnitude`` baseline (per matrix). They zero at least
+  k + 1 entries, and every entry tied with the threshold (with Q4-dequantised weights, 16 levels per block of
+  32, ties are the rule). Wanda's own per-row rule (``prune_wanda``: a stable sort of each row, the first
+  ``int(s * d_in)`` indices pruned) is exact, and is the ``scope="row"`` rule here. Here exactly
+  ``floor(sparsity * count)`` entries are pruned per row (``scope="row"``, Wanda's choice) or per matrix
+  (``scope="matrix"``), and exactly ``group - keep`` per N:M group.
 * **Deterministic tie-breaking by index:** among equal scores the entry with the lower column index (flat
   index for ``scope="matrix"``) is pruned first (a stable sort), on every backend and run.
 

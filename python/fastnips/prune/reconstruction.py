@@ -40,15 +40,17 @@ from __future__ import annotations
 
 import math
 import time
+from contextlib import nullcontext
 from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
-from .arch import Blocks, capture_block_inputs, decoder_blocks, windows
+from .arch import Blocks, capture_block_inputs, conv_masks, decoder_blocks, linear_view, windows
 from .calib import Calibration
 from .criteria import Criterion
 from .engine import Report, WindowReport, _Chains, _lr_lambda, _Reconstructor, _set_modules, _Train
+from .profiles import check_per_layer_names
 
 if TYPE_CHECKING:
     from .masked import LoRA
@@ -106,10 +108,24 @@ def _groups(wins: list) -> list[list]:
     return out
 
 
-def _run(model: nn.Module, calib: Calibration, *, window="block", criterion: Criterion | None = None,
-         masks: dict | None = None, train: _Train | None = None, inputs: str = "dense", propagate: str = "sparse",
-         dense: nn.Module | None = None, batch_size: int = 8, validation: Calibration | None = None,
-         device=None, store="cpu", restore: bool = False, progress: bool = False) -> Report:
+def _run(model: nn.Module, calib: Calibration, *, masks: dict | None = None, dense: nn.Module | None = None,
+         **kw) -> Report:
+    """:func:`_run_linear` with transformers ``Conv1D`` layers seen as ``nn.Linear`` (:func:`linear_view`); the
+    masks in and out have each module's own weight shape."""
+    crit = kw.get("criterion")
+    check_per_layer_names(model, None if crit is None else crit.per_layer)
+    with linear_view(model, masks) as (names, masks), linear_view(dense) if dense is not None else nullcontext():
+        rep = _run_linear(model, calib, masks=masks, dense=dense, **kw)
+    if names:
+        rep.masks = conv_masks(rep.masks, names)
+    return rep
+
+
+def _run_linear(model: nn.Module, calib: Calibration, *, window="block", criterion: Criterion | None = None,
+                masks: dict | None = None, train: _Train | None = None, inputs: str = "dense",
+                propagate: str = "sparse", dense: nn.Module | None = None, batch_size: int = 8,
+                validation: Calibration | None = None, device=None, store="cpu", restore: bool = False,
+                progress: bool = False) -> Report:
     """Process the decoder window by window; see the module docstring. Returns a :class:`Report`."""
     _check_data(model, calib, validation, inputs, propagate)
     wins = windows(model, window)
@@ -252,23 +268,28 @@ def reconstruct(model: nn.Module, calib: Calibration, masks: dict, *, window: st
 
 
 def prune_and_reconstruct(model: nn.Module, calib: Calibration, *, criterion: str = "wanda",
-                          sparsity: float | None = None, pattern: NM | None = None, scope: str = "row",
+                          sparsity: float | None = None, pattern: NM | None = None, scope: str | None = None,
                           window: str | Blocks = "block", inputs: str = "dense", propagate: str = "sparse",
                           peft: LoRA | None = None, epochs: int = 2,
                           lr: float = 1e-4, batch_size: int = 4, weight_decay: float = 0.0, warmup: float = 0.1,
                           loss: str = "mse", blocksize: int = 128, percdamp: float = 0.01,
                           validation: Calibration | None = None, device: torch.device | str | None = None,
                           store: torch.device | str = "cpu", seed: int = 0,
-                          backend: str = "auto", progress: bool = False) -> Report:
+                          backend: str = "auto", progress: bool = False,
+                          per_layer: dict | None = None) -> Report:
     """Prune and reconstruct interleaved, window by window (the paper's pipeline), in place.
 
     For each window: dense targets first, then the criterion prunes the window's blocks with statistics
     from the sparse chain (``propagate``), then the window is reconstructed. Parameters as in
-    :func:`reconstruct` and :func:`fastnips.prune.wanda` / :func:`fastnips.prune.sparsegpt`.
+    :func:`reconstruct` and :func:`fastnips.prune.wanda` / :func:`fastnips.prune.sparsegpt`; ``scope=None`` is
+    the criterion's own default (``"block"`` for sparsegpt, ``"row"`` for magnitude and wanda). ``per_layer``
+    (instead of ``sparsity`` / ``pattern``): the target of each linear by name, others stay dense
+    (:func:`fastnips.prune.layer_profile`, :func:`fastnips.prune.owl_profile`).
     ``epochs=0`` prunes only (the masks then equal the criterion's own).
     """
     tr = _train_opts(epochs, lr, batch_size, weight_decay, warmup, loss, peft, seed)
-    crit = Criterion(criterion, sparsity, pattern, scope, blocksize=blocksize, percdamp=percdamp, backend=backend)
+    crit = Criterion(criterion, sparsity, pattern, scope, blocksize=blocksize, percdamp=percdamp, backend=backend,
+                     per_layer=per_layer)
     return _run(model, calib, window=window, criterion=crit, train=tr, inputs=inputs, propagate=propagate,
                 batch_size=batch_size, validation=validation, device=device, store=store, progress=progress)
 
