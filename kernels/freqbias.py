@@ -6,7 +6,10 @@ For a window of :math:`M_h \times M_w` tokens in row-major order (token i at :ma
 
 .. math:: B_h[i, j] = T_h\big[(r_i - r_j + o_h) \bmod G_h,\ (c_i - c_j + o_w) \bmod G_w\big],
 
-which covers both families of :mod:`fastnips.vision.freqbias`:
+plus, optionally, Swin's shifted-window attention mask: an additive (nW, N, N) float32 tensor (0 or a large
+negative number / -inf) added to the logits of the windows ``b`` with ``b % nW = w`` (timm's layout: the batch of
+windows is (B * nW, ...) with the window index fastest), read tile by tile like q and k (``HAS_MASK``). The
+bias covers both families of :mod:`fastnips.vision.freqbias`:
 
 * the frequency bias (periodic kernel ``k_h = irfft2(W_h)``): table = kernel (H, Nh, Nw), offset (0, 0);
 * the Swin / timm table: table ((2Mh-1)(2Mw-1), H) viewed as (H, 2Mh-1, 2Mw-1), offset (Mh-1, Mw-1) (the
@@ -17,7 +20,8 @@ of one (batch, head). It walks the keys ``BLOCK_N`` at a time, forms the logits
 :math:`s = (q k^\top) \cdot \mathrm{scale} + B` in float32, where the ``BLOCK_M x BLOCK_N`` tile of B is a
 gather from the head's table by the index arithmetic above (the table is a few hundred floats per head and
 stays in L1/L2; the (H, N, N) bias never exists in memory), and keeps the online softmax (running max m,
-running sum l, rescaled accumulator, base-2 exponentials) so that :math:`O = \mathrm{softmax}(s) V` is
+running sum l, rescaled accumulator, base-2 exponentials; a row whose keys so far are all masked to -inf keeps
+m = -inf and is rescaled from 0, not from NaN) so that :math:`O = \mathrm{softmax}(s) V` is
 written once. The log-sum-exp of every row is stored as well (float32, natural log) for a backward pass.
 
 **Precision.** Logits, bias, softmax and the accumulator are float32. float32 inputs use
@@ -94,6 +98,13 @@ def _bias_index(rows, cols, MW, GH, GW, SHIFT_H, SHIFT_W, FAST: tl.constexpr):
 
 
 @triton.jit
+def _mask_tile(mask_ptr, b, NW, N, rows, cols, ok):
+    """The (rows, cols) tile of the additive mask of window ``b % NW`` ((NW, N, N) float32, contiguous)."""
+    base = mask_ptr + (b % NW) * N * N
+    return tl.load(base + rows[:, None] * N + cols[None, :], mask=ok, other=0.0)
+
+
+@triton.jit
 def _tile(base, idx, offs_d, s_n, s_d, ok, d_ok, UPCAST: tl.constexpr):
     """The (len(idx), BLOCK_D) tile ``base[idx * s_n + d * s_d]`` (0 outside), float32 when ``UPCAST``."""
     t = tl.load(base + idx[:, None] * s_n + offs_d[None, :] * s_d, mask=ok[:, None] & d_ok[None, :], other=0.0)
@@ -114,13 +125,13 @@ def _program(H, q_ptr, k_ptr, v_ptr, tab_ptr, s_qb, s_qh, s_kb, s_kh, s_vb, s_vh
 
 
 @triton.jit
-def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, tab_ptr, o_ptr, lse_ptr, qk_scale,
-                     H, N, D, MW, GH, GW, SHIFT_H, SHIFT_W,
+def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, tab_ptr, mask_ptr, o_ptr, lse_ptr, qk_scale,
+                     H, N, D, MW, GH, GW, SHIFT_H, SHIFT_W, NW,
                      s_qb, s_qh, s_qn, s_qd, s_kb, s_kh, s_kn, s_kd, s_vb, s_vh, s_vn, s_vd, s_th,
-                     UPCAST: tl.constexpr, PREC: tl.constexpr, FAST: tl.constexpr,
+                     UPCAST: tl.constexpr, PREC: tl.constexpr, FAST: tl.constexpr, HAS_MASK: tl.constexpr,
                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
     pid_m = tl.program_id(0)
-    _, _, bh, q_base, k_base, v_base, tab = _program(H, q_ptr, k_ptr, v_ptr, tab_ptr, s_qb, s_qh, s_kb, s_kh,
+    b, _, bh, q_base, k_base, v_base, tab = _program(H, q_ptr, k_ptr, v_ptr, tab_ptr, s_qb, s_qh, s_kb, s_kh,
                                                      s_vb, s_vh, s_th)
 
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -142,12 +153,15 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, tab_ptr, o_ptr, lse_ptr, qk_scale,
             kt = kt.to(tl.float32)
         ok = r_ok[:, None] & c_ok[None, :]
         bias = _bias_tile(tab, rows, cols, ok, MW, GH, GW, SHIFT_H, SHIFT_W, FAST)
+        if HAS_MASK:
+            bias += _mask_tile(mask_ptr, b, NW, N, rows, cols, ok)
         # logits in base 2: (q k^T * scale + bias) * log2(e)
         s = tl.dot(q, kt, input_precision=PREC) * qk_scale + bias * 1.4426950408889634
         s = tl.where(c_ok[None, :], s, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, axis=1))
-        alpha = tl.exp2(m_i - m_new)
-        p = tl.exp2(s - m_new[:, None])
+        m_use = tl.where(m_new == float("-inf"), 0.0, m_new)  # all keys so far masked: exp2(-inf - 0) = 0
+        alpha = tl.exp2(m_i - m_use)
+        p = tl.exp2(s - m_use[:, None])
         l_i = l_i * alpha + tl.sum(p, axis=1)
         acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PREC)
         m_i = m_new
@@ -161,11 +175,13 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, tab_ptr, o_ptr, lse_ptr, qk_scale,
 
 
 @triton.jit
-def _probs_ds(q, k, v, do, lse2, delta, tab, rows, cols, ok, qk_scale, MW, GH, GW, SHIFT_H, SHIFT_W,
-              FAST: tl.constexpr, PREC: tl.constexpr):
+def _probs_ds(q, k, v, do, lse2, delta, tab, mask_ptr, b, NW, N, rows, cols, ok, qk_scale, MW, GH, GW, SHIFT_H,
+              SHIFT_W, FAST: tl.constexpr, PREC: tl.constexpr, HAS_MASK: tl.constexpr):
     """Recomputed probabilities P (rows x cols), dS = P (dO V^T - delta) and the bias table index of the tile."""
     idx = _bias_index(rows, cols, MW, GH, GW, SHIFT_H, SHIFT_W, FAST)
     bias = tl.load(tab + idx, mask=ok, other=0.0).to(tl.float32)
+    if HAS_MASK:
+        bias += _mask_tile(mask_ptr, b, NW, N, rows, cols, ok)
     s = tl.dot(q, tl.trans(k), input_precision=PREC) * qk_scale + bias * 1.4426950408889634
     p = tl.where(ok, tl.exp2(s - lse2[:, None]), 0.0)
     dp = tl.dot(do, tl.trans(v), input_precision=PREC)
@@ -184,12 +200,12 @@ def _query_rows(q_base, do_base, lse_base, delta_base, rows, r_ok, offs_d, d_ok,
 
 
 @triton.jit
-def _attn_bwd_kernel(q_ptr, k_ptr, v_ptr, tab_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr, dk_ptr, dv_ptr, dtab_ptr,
-                     qk_scale, scale, H, N, D, MW, GH, GW, SHIFT_H, SHIFT_W,
+def _attn_bwd_kernel(q_ptr, k_ptr, v_ptr, tab_ptr, mask_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr, dk_ptr, dv_ptr,
+                     dtab_ptr, qk_scale, scale, H, N, D, MW, GH, GW, SHIFT_H, SHIFT_W, NW,
                      s_qb, s_qh, s_qn, s_qd, s_kb, s_kh, s_kn, s_kd, s_vb, s_vh, s_vn, s_vd,
                      s_ob, s_oh, s_on, s_od, s_th,
                      KEYS: tl.constexpr, UPCAST: tl.constexpr, PREC: tl.constexpr, FAST: tl.constexpr,
-                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
+                     HAS_MASK: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
     """``KEYS``: one program per BLOCK_N keys -> dK, dV and the table gradient; else per BLOCK_M queries -> dQ."""
     pid = tl.program_id(0)
     b, h, bh, q_base, k_base, v_base, tab = _program(H, q_ptr, k_ptr, v_ptr, tab_ptr, s_qb, s_qh, s_kb, s_kh,
@@ -212,8 +228,8 @@ def _attn_bwd_kernel(q_ptr, k_ptr, v_ptr, tab_ptr, do_ptr, lse_ptr, delta_ptr, d
             q, do, lse2, delta = _query_rows(q_base, do_base, lse_ptr + row_base, delta_ptr + row_base, rows, r_ok,
                                              offs_d, d_ok, s_qn, s_qd, s_on, s_od, UPCAST)
             ok = r_ok[:, None] & c_ok[None, :]
-            p, ds, idx = _probs_ds(q, k, v, do, lse2, delta, tab, rows, cols, ok, qk_scale, MW, GH, GW,
-                                   SHIFT_H, SHIFT_W, FAST, PREC)
+            p, ds, idx = _probs_ds(q, k, v, do, lse2, delta, tab, mask_ptr, b, NW, N, rows, cols, ok, qk_scale, MW,
+                                   GH, GW, SHIFT_H, SHIFT_W, FAST, PREC, HAS_MASK)
             dv += tl.dot(tl.trans(p.to(do.dtype)), do, input_precision=PREC)
             dk += tl.dot(tl.trans(ds.to(q.dtype)), q, input_precision=PREC)
             tl.atomic_add(dtab + idx, ds, mask=ok)
@@ -233,8 +249,8 @@ def _attn_bwd_kernel(q_ptr, k_ptr, v_ptr, tab_ptr, do_ptr, lse_ptr, delta_ptr, d
             k = _tile(k_base, cols, offs_d, s_kn, s_kd, c_ok, d_ok, UPCAST)
             v = _tile(v_base, cols, offs_d, s_vn, s_vd, c_ok, d_ok, UPCAST)
             ok = r_ok[:, None] & c_ok[None, :]
-            p, ds, idx = _probs_ds(q, k, v, do, lse2, delta, tab, rows, cols, ok, qk_scale, MW, GH, GW,
-                                   SHIFT_H, SHIFT_W, FAST, PREC)
+            p, ds, idx = _probs_ds(q, k, v, do, lse2, delta, tab, mask_ptr, b, NW, N, rows, cols, ok, qk_scale, MW,
+                                   GH, GW, SHIFT_H, SHIFT_W, FAST, PREC, HAS_MASK)
             dq += tl.dot(ds.to(k.dtype), k, input_precision=PREC)
         tl.store(dq_ptr + row_base * D + rows[:, None] * D + offs_d[None, :],
                  (dq * scale).to(dq_ptr.dtype.element_ty), mask=r_ok[:, None] & d_ok[None, :])
@@ -287,6 +303,17 @@ def _precision(dtype: torch.dtype) -> tuple[bool, str]:
     return upcast, "ieee" if dtype == torch.float32 or upcast else "tf32"
 
 
+def _mask_arg(mask: torch.Tensor | None, q: torch.Tensor, tab: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """(the mask as float32 contiguous (nW, N, N), nW), or (a placeholder pointer, 1) without a mask."""
+    if mask is None:
+        return tab, 1
+    B, _, N, _ = q.shape
+    if mask.ndim != 3 or tuple(mask.shape[1:]) != (N, N) or B % mask.shape[0] != 0:
+        raise ValueError(f"mask must have shape (nW, N, N) = (nW, {N}, {N}) with nW dividing the batch {B}, "
+                         f"got {tuple(mask.shape)}")
+    return mask.detach().to(device=q.device, dtype=torch.float32).contiguous(), int(mask.shape[0])
+
+
 def _check_device(device: torch.device) -> None:
     if device.type != "cuda" and not (device.type == "cpu" and _interpreted()):
         raise ValueError(f"Triton kernels run on CUDA tensors (or on CPU tensors under TRITON_INTERPRET=1); "
@@ -294,8 +321,8 @@ def _check_device(device: torch.device) -> None:
 
 
 def attention_freqbias_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, table: torch.Tensor,
-                           window: tuple[int, int], offset: tuple[int, int], scale: float
-                           ) -> tuple[torch.Tensor, torch.Tensor]:
+                           window: tuple[int, int], offset: tuple[int, int], scale: float,
+                           mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     r"""Forward of :math:`O = \mathrm{softmax}(q k^\top \mathrm{scale} + B) V` with B gathered in the kernel.
 
     Parameters
@@ -307,6 +334,9 @@ def attention_freqbias_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ta
     offset : (oh, ow)
         ``B[h, i, j] = table[h, (r_i - r_j + oh) mod Gh, (c_i - c_j + ow) mod Gw]``.
     scale : float
+    mask : torch.Tensor (nW, N, N), optional
+        Additive logit mask of window ``b % nW`` for batch entry ``b`` (nW divides B); read in float32. Every
+        row needs a finite entry (checked by the caller, :func:`fastnips.vision.attention_with_bias`).
 
     Returns
     -------
@@ -318,15 +348,17 @@ def attention_freqbias_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ta
         raise ValueError(f"the Triton kernel takes float16, bfloat16 or float32, got {q.dtype}")
     B, H, N, D = q.shape
     tab, geom, fast = _geometry(table, window, offset)
+    mask, nw = _mask_arg(mask, q, tab)
     out = torch.empty((B, H, N, D), dtype=q.dtype, device=q.device)
     lse = torch.empty((B, H, N), dtype=torch.float32, device=q.device)
     bm, bn, bd, warps = fwd_blocks(N, D)
     upcast, prec = _precision(q.dtype)
     grid = (triton.cdiv(N, bm), B * H)
     _attn_fwd_kernel[grid](
-        q, k, v, tab, out, lse, float(scale) * _LOG2E, H, N, D, *geom,
+        q, k, v, tab, mask, out, lse, float(scale) * _LOG2E, H, N, D, *geom, nw,
         *q.stride(), *k.stride(), *v.stride(), tab.stride(0),
-        UPCAST=upcast, PREC=prec, FAST=fast, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=bd, num_warps=warps)
+        UPCAST=upcast, PREC=prec, FAST=fast, HAS_MASK=mask is not tab, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=bd,
+        num_warps=warps)
     return out, lse
 
 
@@ -342,13 +374,14 @@ def bwd_blocks(N: int, D: int) -> tuple[int, int, int, int]:
 
 def attention_freqbias_bwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, table: torch.Tensor,
                            out: torch.Tensor, lse: torch.Tensor, dout: torch.Tensor,
-                           window: tuple[int, int], offset: tuple[int, int], scale: float
+                           window: tuple[int, int], offset: tuple[int, int], scale: float,
+                           mask: torch.Tensor | None = None
                            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     r"""Gradients of :func:`attention_freqbias_fwd` in q, k, v and the table, from its ``out`` and ``lse``.
 
     Parameters
     ----------
-    q, k, v, table, window, offset, scale : as in :func:`attention_freqbias_fwd`
+    q, k, v, table, window, offset, scale, mask : as in :func:`attention_freqbias_fwd` (no gradient for the mask)
     out : torch.Tensor (B, H, N, D), its output
     lse : torch.Tensor (B, H, N), float32, its log-sum-exp
     dout : torch.Tensor (B, H, N, D), the gradient of the loss in ``out``
@@ -361,6 +394,7 @@ def attention_freqbias_bwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ta
     _check_device(q.device)
     B, H, N, D = q.shape
     tab, geom, fast = _geometry(table, window, offset)
+    mask, nw = _mask_arg(mask, q, tab)
     dout = dout.to(q.dtype)
     delta = (dout.float() * out.float()).sum(-1).contiguous()  # (B, H, N): rowsum(dO * O)
     lse = lse.contiguous()
@@ -370,10 +404,11 @@ def attention_freqbias_bwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ta
     dtab = torch.zeros_like(tab)
     bm, bn, bd, warps = bwd_blocks(N, D)
     upcast, prec = _precision(q.dtype)
-    common = (float(scale) * _LOG2E, float(scale), H, N, D, *geom,
+    common = (float(scale) * _LOG2E, float(scale), H, N, D, *geom, nw,
               *q.stride(), *k.stride(), *v.stride(), *dout.stride(), tab.stride(0))
-    meta = dict(UPCAST=upcast, PREC=prec, FAST=fast, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=bd, num_warps=warps)
-    args = (q, k, v, tab, dout, lse, delta, dq, dk, dv, dtab, *common)
+    meta = dict(UPCAST=upcast, PREC=prec, FAST=fast, HAS_MASK=mask is not tab, BLOCK_M=bm, BLOCK_N=bn,
+                BLOCK_D=bd, num_warps=warps)
+    args = (q, k, v, tab, mask, dout, lse, delta, dq, dk, dv, dtab, *common)
     _attn_bwd_kernel[(triton.cdiv(N, bn), B * H)](*args, KEYS=True, **meta)
     _attn_bwd_kernel[(triton.cdiv(N, bm), B * H)](*args, KEYS=False, **meta)
     return dq, dk, dv, dtab.reshape(table.shape).to(table.dtype)

@@ -27,10 +27,13 @@ gate-schedule plot as a PNG next to it (same stem, ``.png``).
     ``from_swin_table`` first); filter: its centred spectrum zero-padded 7 -> 14 (band-limited, keeps the kernel
     samples ``k'(2d) = k(d)`` in continuous units). ``extend``: the same kernel values at the same token offsets,
     zero beyond the learned +-(M-1) (the library's ``extend`` needs window <= grid = 13 < 14, so this is done
-    here on a 27x27 Swin table); filter: spatial kernel zero-padded. ``bicubic``: timm's
-    ``resize_rel_pos_bias_table`` (``SwinRelPosBias.resize``, 13 -> 27 bicubic, align_corners=False; freq biases
-    go through ``to_swin_table``); filter: DFFormer/GFNet ``resize_complex_weight`` (bicubic on the rfft
-    layout, align_corners=True). The untransferred 7x7 accuracy is the reference column.
+    here on a 27x27 Swin table); filter: spatial kernel zero-padded. ``timm``: timm's Swin resize
+    ``resize_rel_pos_bias_table`` (``SwinRelPosBias.resize(mode="timm")``: 13 -> 27 by linear interpolation from
+    BEiT's geometric grid of source offsets, what timm's ``WindowAttention.set_window_size`` does; freq biases go
+    through ``to_swin_table``). ``bicubic``: plain bicubic of the table (``resize(mode="bicubic")``, timm's
+    ``resize_rel_pos_bias_table_simple``, align_corners=False). Filter for both: DFFormer/GFNet
+    ``resize_complex_weight`` (bicubic on the rfft layout, align_corners=True; timm has no filter to resize).
+    The untransferred 7x7 accuracy is the reference column.
 (c) The per-layer gates σ(a_s) (spectral) and σ(a_a) (attention) from ``gate_report`` after training.
 
 Recipe, identical for every model (epochs per mode in ``MODES``; full: MNIST-5k 12, digits 24): AdamW (lr 3e-3,
@@ -62,7 +65,7 @@ from fastnips.vision import DDRViT, FreqRelPosBias, SwinRelPosBias, count_bias_p
 from fastnips.vision.freqbias_transfer import _refine_kernel
 
 BIASES = ("freq-herm", "freq-sep", "swin", "none")
-METHODS = ("refine", "extend", "bicubic")
+METHODS = ("refine", "extend", "timm", "bicubic")
 PROTOCOLS = ("zoom", "canvas")
 DATASETS = ("mnist5k", "digits")
 #: per mode: train/test image limits (None = the whole split), epochs per dataset
@@ -182,13 +185,13 @@ def transfer_bias(bias, method: str, factor: int = 2):
         with torch.no_grad():
             new.relative_position_bias_table.copy_(big.reshape(H, -1).t())
         return new
-    if method == "bicubic":  # timm resize_rel_pos_bias_table
+    if method in ("timm", "bicubic"):  # timm resize_rel_pos_bias_table / resize_rel_pos_bias_table_simple
         src = bias
         if not isinstance(bias, SwinRelPosBias):
             src = SwinRelPosBias(H, (mh, mw), init_std=0.0)
             with torch.no_grad():
                 src.relative_position_bias_table.copy_(swin_table(bias))
-        return src.resize((factor * mh, factor * mw))
+        return src.resize((factor * mh, factor * mw), mode=method)
     raise ValueError(f"unknown method {method!r}; available: {', '.join(METHODS)}")
 
 
@@ -198,12 +201,13 @@ def transfer_filter(cw: torch.Tensor, grid: tuple[int, int], method: str, factor
     The mixer is the circular convolution with ``k = irfft2(W, s=grid)`` (its ortho norms cancel), so a filter
     transfer is a kernel transfer: ``refine`` = band-limited refinement of k divided by factor² (so the
     continuous convolution is kept: in frequency, the centred spectrum zero-padded); ``extend`` = k at the same
-    offsets, zero beyond; ``bicubic`` = DFFormer/GFNet ``resize_complex_weight`` (bicubic on the rfft layout).
+    offsets, zero beyond; ``timm`` and ``bicubic`` = DFFormer/GFNet ``resize_complex_weight`` (bicubic on the rfft
+    layout).
     """
     h, w = grid
     H, W = factor * h, factor * w
     cw = cw.detach()
-    if method == "bicubic":
+    if method in ("timm", "bicubic"):
         C = cw.shape[2]
         img = cw.reshape(1, h, w // 2 + 1, C * 2).permute(0, 3, 1, 2)
         out = F.interpolate(img, size=(H, W // 2 + 1), mode="bicubic", align_corners=True)

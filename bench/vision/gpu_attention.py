@@ -1,6 +1,6 @@
 """Standalone GPU table for attention with a relative position bias (bench/vision/bench_attention.py's comparison).
 
-    python bench/vision/gpu_attention.py [--no-flex] [--batch 8] [--dtype bf16]
+    python bench/vision/gpu_attention.py [--no-flex] [--batch 8] [--dtype bf16] [--mask]
 
 For N = 49, 196, 784 (windows 7, 14, 28) and H = 3, 6, 12, D = 32, forward only: median times (ms,
 ``triton.testing.do_bench``) of SDPA without bias (floor), SDPA with the materialised (H, N, N) bias (gather
@@ -8,8 +8,10 @@ included), compiled FlexAttention with a table-lookup ``score_mod``, and the fas
 ours/floor (target <= 1.3) and ours/sdpa-bias (target < 1 from N = 784). A second table times forward +
 backward (gradients in q, k, v and the bias table) for SDPA with the bias, FlexAttention and the Triton kernels.
 Every row's output is checked against
-SDPA with the bias (2e-2 in bf16, 1e-3 in fp32 with TF32 off). Needs a CUDA device; < 5 minutes on one GPU
-(flex compiles once per shape).
+SDPA with the bias (2e-2 in bf16, 1e-3 in fp32 with TF32 off). ``--mask``: every call also takes Swin's
+shifted-window mask (nW = 4 windows of a 2 x 2-window map shifted by M // 2; -100 across regions), the same
+comparison with the masked SDPA reference. Needs a CUDA device; < 5 minutes on one GPU (flex compiles once per
+shape).
 """
 
 from __future__ import annotations
@@ -20,12 +22,25 @@ import sys
 import torch
 
 
+def shift_mask(m: int, device) -> torch.Tensor:
+    """Swin's SW-MSA mask of a 2 x 2-window map (windows of m x m tokens) after a cyclic shift by m // 2: (4, N, N),
+    0 within a region, -100 across."""
+    axis = torch.zeros(2 * m, dtype=torch.long)
+    axis[m:2 * m - m // 2] = 1
+    axis[2 * m - m // 2:] = 2
+    label = (axis[:, None] * 3 + axis[None, :]).reshape(2, m, 2, m).permute(0, 2, 1, 3).reshape(4, m * m)
+    return torch.where(label[:, :, None] == label[:, None, :], 0.0, -100.0).to(device)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--no-flex", action="store_true")
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--dtype", choices=["bf16", "fp16", "fp32"], default="bf16")
+    ap.add_argument("--mask", action="store_true", help="Swin's shifted-window mask in every call (batch % 4 == 0)")
     args = ap.parse_args()
+    if args.mask and args.batch % 4:
+        ap.error("--mask needs --batch divisible by 4 (nW = 4 windows)")
     if not torch.cuda.is_available():
         print("no CUDA device", file=sys.stderr)
         return 2
@@ -39,7 +54,7 @@ def main() -> int:
     tol = 1e-3 if dtype == torch.float32 else 2e-2
     B, D = args.batch, 32
     print(f"# {torch.cuda.get_device_name()}  torch {torch.__version__}  triton {triton.__version__}  "
-          f"dtype {args.dtype}  B={B} D={D}  forward, median ms")
+          f"dtype {args.dtype}  B={B} D={D}  mask={args.mask}  forward, median ms")
     hdr = f"{'N':>5} {'H':>3} {'sdpa-nobias':>12} {'sdpa-bias':>10} {'flex':>8} {'ours':>8} {'ours/floor':>11} " \
           f"{'ours/bias':>10} {'ours/flex':>10}  max|err| (bias, flex, ours)"
     print(hdr)
@@ -50,18 +65,22 @@ def main() -> int:
             g = torch.Generator(device="cuda").manual_seed(n + h)
             q, k, v = (torch.randn(B, h, n, D, device="cuda", generator=g, dtype=dtype) for _ in range(3))
             mod = FreqRelPosBias(h, m, init_std=1.0).cuda()
+            mk = {"mask": shift_mask(m, "cuda")} if args.mask else {}
             with torch.no_grad():
                 s = bias_spec(mod)
                 spec = BiasSpec(s.kernel.detach(), s.window, s.grid, s.periodic)
                 ref = attention_with_bias(q.float(), k.float(), v.float(), BiasSpec(spec.kernel.float(), spec.window,
-                                          spec.grid), backend="reference")
+                                          spec.grid), backend="reference", **mk)
                 fns = {
                     "floor": lambda q=q, k=k, v=v: torch.nn.functional.scaled_dot_product_attention(q, k, v),
-                    "bias": lambda q=q, k=k, v=v, spec=spec: attention_with_bias(q, k, v, spec, backend="reference"),
-                    "ours": lambda q=q, k=k, v=v, spec=spec: attention_with_bias(q, k, v, spec, backend="triton"),
+                    "bias": lambda q=q, k=k, v=v, spec=spec, mk=mk: attention_with_bias(q, k, v, spec,
+                                                                                       backend="reference", **mk),
+                    "ours": lambda q=q, k=k, v=v, spec=spec, mk=mk: attention_with_bias(q, k, v, spec, backend="triton",
+                                                                                       **mk),
                 }
                 if not args.no_flex:
-                    fns["flex"] = lambda q=q, k=k, v=v, spec=spec: attention_with_bias(q, k, v, spec, backend="flex")
+                    fns["flex"] = lambda q=q, k=k, v=v, spec=spec, mk=mk: attention_with_bias(q, k, v, spec,
+                                                                                             backend="flex", **mk)
                 t, err = {}, {}
                 for name, fn in fns.items():
                     out = fn()
@@ -101,13 +120,15 @@ def _backward_table(args, dtype, tol) -> bool:
             do = torch.randn(B, h, n, D, device="cuda", generator=g, dtype=dtype)
             s = bias_spec(FreqRelPosBias(h, m, init_std=1.0).cuda())
             tab = s.kernel.detach().clone().requires_grad_(True)
+            mk = {"mask": shift_mask(m, "cuda")} if args.mask else {}
 
-            def grads(backend, q=q, k=k, v=v, tab=tab, do=do, m=m, s=s):
-                out = attention_with_bias(q, k, v, BiasSpec(tab, s.window, s.grid, s.periodic), backend=backend)
+            def grads(backend, q=q, k=k, v=v, tab=tab, do=do, m=m, s=s, mk=mk):
+                out = attention_with_bias(q, k, v, BiasSpec(tab, s.window, s.grid, s.periodic), backend=backend, **mk)
                 return torch.autograd.grad(out, (q, k, v, tab), do)
 
             q32, k32, v32, t32 = (t.detach().float().requires_grad_(True) for t in (q, k, v, tab))
-            out32 = attention_with_bias(q32, k32, v32, BiasSpec(t32, s.window, s.grid, s.periodic), backend="reference")
+            out32 = attention_with_bias(q32, k32, v32, BiasSpec(t32, s.window, s.grid, s.periodic), backend="reference",
+                                        **mk)
             want = torch.autograd.grad(out32, (q32, k32, v32, t32), do.float())
             names = ["reference"] + ([] if args.no_flex else ["flex"]) + ["triton"]
             t, err = {}, {}

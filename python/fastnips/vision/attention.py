@@ -19,21 +19,35 @@ with :math:`(o_h, o_w) = (0, 0)` for the periodic frequency kernel (``periodic=T
 and the index is timm's ``relative_position_index``). :func:`bias_spec` builds it from either module; the
 compact spec reproduces ``module()`` exactly (:meth:`BiasSpec.dense`).
 
+Shifted windows (``mask=``): Swin's attention mask, an additive (nW, N, N) tensor (0 within a region, a large
+negative number or -inf across regions), added to the logits of window :math:`w = b \bmod nW` of the batch,
+broadcast over the heads, as timm's ``WindowAttention`` does (its batch of windows is (B * nW, ...) with the
+window index fastest):
+
+.. math:: O_{bh} = \mathrm{softmax}\big(\mathrm{scale}\cdot q_{bh} k_{bh}^\top + B_h
+          + \mathrm{mask}_{b \bmod nW}\big)\, v_{bh}.
+
+The mask is a constant: no gradient flows to it (one that requires grad is refused). Every row must keep a
+finite entry (Swin's does: a token always sees its own region), else the softmax is undefined (refused).
+
 Backends (:func:`attention_with_bias`, ``backend=``)
 ----------------------------------------------------
 ``"reference"``
     Materialises the (H, N, N) bias and calls ``torch.nn.functional.scaled_dot_product_attention`` with it as
-    ``attn_mask`` (which rules out SDPA's flash kernel). Autograd through torch. Takes a dense bias too.
+    ``attn_mask`` (which rules out SDPA's flash kernel); with a window mask, the batch is viewed as
+    (B/nW, nW, H, N, D) and bias + mask broadcast. Autograd through torch. Takes a dense bias too.
 ``"triton"``
     :mod:`fastnips.kernels.freqbias`: FlashAttention-2 style forward with online softmax that gathers the bias
-    tile from the compact table by the index arithmetic above (no (H, N, N) tensor). Registered as the torch
+    tile from the compact table by the index arithmetic above (no (H, N, N) tensor), plus the window mask's
+    tile read from the (nW, N, N) mask (no (B, H, N, N) tensor either). Registered as the torch
     custom op ``fastnips::attention_freqbias`` (fake implementation for ``torch.compile``; autograd formula
     registered). The backward is two Triton kernels as well (FlashAttention-2 style recomputation from the
     saved log-sum-exp): dq, dk, dv, and the table gradient scattered in-kernel at the forward's gather index,
     so neither direction materialises an (N, N) tensor. :func:`_grads_reference` is its torch oracle in the
     tests. CUDA, or CPU tensors under ``TRITON_INTERPRET=1`` (tests).
 ``"flex"``
-    ``torch.nn.attention.flex_attention`` with a ``score_mod`` doing the same table lookup (compiled on CUDA,
+    ``torch.nn.attention.flex_attention`` with a ``score_mod`` doing the same table lookup (and
+    ``mask[b % nW, i, j]``; compiled on CUDA,
     eager and unfused on CPU). In torch 2.13 FlexAttention has **no backward on CPU**: requesting gradients of
     CPU tensors raises ``ValueError``. Takes a dense bias too.
 ``"auto"``
@@ -54,14 +68,13 @@ from __future__ import annotations
 
 import math
 import os
-import warnings
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 
 from .. import _backend
 from ._args import _pair
+from ._attention_impl import _flat_index, _flex, _grads_reference, _reference  # noqa: F401 (oracle for tests)
 from .freqbias import FreqRelPosBias
 from .swin import SwinRelPosBias
 
@@ -167,15 +180,6 @@ class BiasSpec:
         return self.kernel.flatten(1)[:, self.index()]
 
 
-def _flat_index(window, grid, offset, device) -> torch.Tensor:
-    (mh, mw), (gh, gw), (oh, ow) = window, grid, offset
-    t = torch.arange(mh * mw, device=device)
-    r, c = t // mw, t % mw
-    dr = (r[:, None] - r[None, :] + oh) % gh  # torch %: floor modulo, non-negative
-    dc = (c[:, None] - c[None, :] + ow) % gw
-    return dr * gw + dc
-
-
 def bias_spec(module: FreqRelPosBias | SwinRelPosBias | BiasSpec) -> BiasSpec:
     r"""The compact :class:`BiasSpec` of a relative position bias module.
 
@@ -225,125 +229,6 @@ def bias_spec(module: FreqRelPosBias | SwinRelPosBias | BiasSpec) -> BiasSpec:
 
 
 _to_spec = bias_spec  # attention_with_bias's argument shadows the name
-
-
-# ------------------------------------------------------------------------------------------- references
-def _reference(q, k, v, bias: torch.Tensor, scale: float) -> torch.Tensor:
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=bias.to(q.dtype), scale=scale)
-
-
-def _grads_reference(q, k, v, table, window, offset, scale, do):
-    r"""dq, dk, dv, d(table) of the biased attention, recomputed with torch ops in float32 (materialising the
-    (B, H, N, N) probabilities; the oracle of the Triton backward, and the table gradient is an ``index_add``
-    of :math:`\sum_b dS_{bh}` over the table index)."""
-    H, gh, gw = table.shape
-    idx = _flat_index(window, (gh, gw), offset, q.device)
-    bias = table.float().reshape(H, gh * gw)[:, idx]  # (H, N, N)
-    qf, kf, vf, dof = (t.float() for t in (q, k, v, do))
-    p = torch.softmax(torch.matmul(qf, kf.transpose(-1, -2)) * scale + bias, dim=-1)
-    dv = torch.matmul(p.transpose(-1, -2), dof)
-    dp = torch.matmul(dof, vf.transpose(-1, -2))
-    ds = p * (dp - (dp * p).sum(-1, keepdim=True))
-    dq = torch.matmul(ds, kf) * scale
-    dk = torch.matmul(ds.transpose(-1, -2), qf) * scale
-    dbias = ds.sum(0).reshape(H, -1)  # (H, N*N)
-    dtab = torch.zeros(H, gh * gw, dtype=torch.float32, device=q.device).index_add(1, idx.reshape(-1), dbias)
-    return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype), dtab.reshape(H, gh, gw).to(table.dtype)
-
-
-# ---------------------------------------------------------------------------------------------- custom op
-@torch.library.custom_op(
-    "fastnips::attention_freqbias", mutates_args=(),
-    schema="(Tensor q, Tensor k, Tensor v, Tensor table, int[] window, int[] offset, float scale) -> (Tensor, Tensor)")
-def _attention_freqbias(q, k, v, table, window, offset, scale):
-    """(out, lse): the attention output and the float32 log-sum-exp of each logit row (B, H, N), which the
-    backward needs; ``lse`` is not differentiable."""
-    from ..kernels import freqbias as tk  # lazy: defining kernels reads TRITON_INTERPRET
-
-    return tk.attention_freqbias_fwd(q, k, v, table, tuple(window), tuple(offset), scale)
-
-
-@_attention_freqbias.register_fake
-def _(q, k, v, table, window, offset, scale):
-    B, H, N, _ = q.shape
-    return (torch.empty(q.shape, dtype=q.dtype, device=q.device),
-            torch.empty((B, H, N), dtype=torch.float32, device=q.device))
-
-
-@torch.library.custom_op("fastnips::attention_freqbias_backward", mutates_args=(),
-                         schema="(Tensor q, Tensor k, Tensor v, Tensor table, Tensor out, Tensor lse, Tensor dout, "
-                                "int[] window, int[] offset, float scale) -> (Tensor, Tensor, Tensor, Tensor)")
-def _attention_freqbias_backward(q, k, v, table, out, lse, dout, window, offset, scale):
-    from ..kernels import freqbias as tk
-
-    return tk.attention_freqbias_bwd(q, k, v, table, out, lse, dout, tuple(window), tuple(offset), scale)
-
-
-@_attention_freqbias_backward.register_fake
-def _(q, k, v, table, out, lse, dout, window, offset, scale):
-    return (torch.empty(q.shape, dtype=q.dtype, device=q.device), torch.empty(k.shape, dtype=k.dtype, device=k.device),
-            torch.empty(v.shape, dtype=v.dtype, device=v.device),
-            torch.empty(table.shape, dtype=table.dtype, device=table.device))
-
-
-def _setup_context(ctx, inputs, output):
-    q, k, v, table, window, offset, scale = inputs
-    out, lse = output
-    ctx.save_for_backward(q, k, v, table, out, lse)
-    ctx.window, ctx.offset, ctx.scale = list(window), list(offset), float(scale)
-    ctx.mark_non_differentiable(lse)
-
-
-def _backward(ctx, do, _dlse):
-    q, k, v, table, out, lse = ctx.saved_tensors
-    dq, dk, dv, dtab = torch.ops.fastnips.attention_freqbias_backward(
-        q, k, v, table, out, lse, do.contiguous(), ctx.window, ctx.offset, ctx.scale)
-    return dq, dk, dv, dtab, None, None, None
-
-
-_attention_freqbias.register_autograd(_backward, setup_context=_setup_context)
-
-
-# ------------------------------------------------------------------------------------------------- flex
-try:  # imported once, outside any traced code; fastnips._backend probes the same import for "flex"
-    from torch.nn.attention.flex_attention import flex_attention as _flex_attention
-except ImportError:  # pragma: no cover - present in torch 2.13
-    _flex_attention = None
-_FLEX_COMPILED = []
-
-
-def _flex_compiled():
-    if not _FLEX_COMPILED:
-        _FLEX_COMPILED.append(torch.compile(_flex_attention, dynamic=False))
-    return _FLEX_COMPILED[0]
-
-
-def _flex_score_mod(spec: BiasSpec | None, dense: torch.Tensor | None):
-    if dense is not None:
-        def score_mod(score, b, h, q_idx, kv_idx):
-            return score + dense[h, q_idx, kv_idx]
-        return score_mod
-    (mh, mw), (gh, gw), (oh, ow) = spec.window, spec.grid, spec.offset
-    sh, sw = oh + gh * -(-mh // gh), ow + gw * -(-mw // gw)  # non-negative arguments of the modulo
-    tab = spec.kernel.flatten(1)
-
-    def score_mod(score, b, h, q_idx, kv_idx):
-        dr = (q_idx // mw - kv_idx // mw + sh) % gh
-        dc = (q_idx % mw - kv_idx % mw + sw) % gw
-        return score + tab[h, dr * gw + dc]
-    return score_mod
-
-
-def _flex(q, k, v, spec, dense, scale):
-    flex = _flex_attention
-    mod = _flex_score_mod(spec, dense if dense is None else dense.to(q.dtype))
-    if torch.compiler.is_compiling():  # inside the caller's torch.compile: dynamo captures flex itself
-        return flex(q, k, v, score_mod=mod, scale=scale)
-    if q.device.type == "cuda":
-        return _flex_compiled()(q, k, v, score_mod=mod, scale=scale)
-    with warnings.catch_warnings():  # eager on CPU: "called without torch.compile ... unfused"
-        warnings.filterwarnings("ignore", message="flex_attention called without torch.compile")
-        return flex(q, k, v, score_mod=mod, scale=scale)
 
 
 # ------------------------------------------------------------------------------------------------ public
@@ -436,6 +321,31 @@ def _bias_of(bias_spec, q: torch.Tensor) -> tuple[BiasSpec | None, torch.Tensor 
     return spec, None
 
 
+def _mask_of(mask, q: torch.Tensor, needs_grad: bool) -> torch.Tensor | None:
+    """The window mask checked against q (B, H, N, D): floating (nW, N, N), nW dividing B, same device, no NaN or
+    +inf, a finite entry in every row, no gradient wanted. Value checks are skipped inside a torch.compile trace."""
+    if mask is None:
+        return None
+    B, _, N, _ = q.shape
+    if not isinstance(mask, torch.Tensor) or not mask.is_floating_point():
+        raise ValueError(f"mask must be a floating torch tensor (nW, N, N), got "
+                         f"{type(mask).__name__ if not isinstance(mask, torch.Tensor) else mask.dtype}")
+    if mask.ndim != 3 or tuple(mask.shape[1:]) != (N, N) or mask.shape[0] < 1 or B % mask.shape[0]:
+        raise ValueError(f"mask must have shape (nW, N, N) = (nW, {N}, {N}) with nW dividing the batch B = {B} "
+                         f"(window b % nW for batch entry b, as timm lays out the windows), got {tuple(mask.shape)}")
+    if mask.device != q.device:
+        raise ValueError(f"the mask is on {mask.device}, q on {q.device}")
+    if needs_grad and mask.requires_grad:
+        raise ValueError("mask requires grad, but the window mask is a constant of the attention (no gradient is "
+                         "computed for it); pass mask.detach()")
+    if not torch.compiler.is_compiling():
+        if bool(torch.isnan(mask).any()) or bool((mask == float("inf")).any()):
+            raise ValueError("mask has NaN or +inf entries; use 0 (attend) and a large negative number or -inf")
+        if bool(torch.isinf(mask).all(-1).any()):
+            raise ValueError("mask has a row that is -inf everywhere: every query must attend to some key")
+    return mask
+
+
 def _scale_of(scale, head_dim: int) -> float:
     if scale is None:
         return 1.0 / math.sqrt(head_dim)
@@ -446,10 +356,10 @@ def _scale_of(scale, head_dim: int) -> float:
 
 def attention_with_bias(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                         bias_spec: BiasSpec | FreqRelPosBias | SwinRelPosBias | torch.Tensor, *, backend: str = "auto",
-                        scale: float | None = None) -> torch.Tensor:
-    r"""Multi-head attention with an additive relative position bias.
+                        scale: float | None = None, mask: torch.Tensor | None = None) -> torch.Tensor:
+    r"""Multi-head attention with an additive relative position bias (and Swin's shifted-window mask).
 
-    .. math:: O = \mathrm{softmax}(\mathrm{scale}\, q k^\top + B)\, v.
+    .. math:: O_b = \mathrm{softmax}(\mathrm{scale}\, q_b k_b^\top + B + \mathrm{mask}_{b \bmod nW})\, v_b.
 
     Parameters
     ----------
@@ -462,6 +372,10 @@ def attention_with_bias(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
         See the module docstring.
     scale : float, optional
         Logit scale, default ``1/sqrt(D)``.
+    mask : torch.Tensor (nW, N, N), optional
+        Swin's additive shifted-window mask, window ``b % nW`` for batch entry ``b`` (nW divides B), broadcast
+        over the heads (timm's layout, see the module docstring). Every backend takes it. A constant: no
+        gradient.
 
     Returns
     -------
@@ -471,7 +385,8 @@ def attention_with_bias(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     Raises
     ------
     ValueError
-        Shapes that do not fit (N != Mh*Mw, H mismatch, ...), an unknown backend or one not usable here.
+        Shapes that do not fit (N != Mh*Mw, H mismatch, a mask that is not (nW, N, N) with nW | B, ...), a mask
+        with NaN / +inf or an all -inf row, a mask that requires grad, an unknown backend or one not usable here.
 
     References
     ----------
@@ -497,20 +412,21 @@ def attention_with_bias(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     if torch.compiler.is_compiling() and backend in ("auto", *ATTENTION_BACKENDS):
         # probes (cached, env reads) stay out of traced code; the eager calls before tracing ran them
         backend = auto[0] if backend == "auto" else backend
-    else:
-        needs_grad = torch.is_grad_enabled() and any(
-            t.requires_grad for t in (q, k, v, dense if dense is not None else spec.kernel))
+    needs_grad = torch.is_grad_enabled() and any(
+        t.requires_grad for t in (q, k, v, dense if dense is not None else spec.kernel))
+    mask = _mask_of(mask, q, torch.is_grad_enabled())
+    if not (torch.compiler.is_compiling() and backend in ATTENTION_BACKENDS):
         backend = _backend.resolve(backend, op=_OP, supported=ATTENTION_BACKENDS, auto=auto,
                                    check=lambda name: _restriction(name, q.device, needs_grad))
 
     if backend == "reference":
-        return _reference(q, k, v, dense if dense is not None else spec.dense(), scale)
+        return _reference(q, k, v, dense if dense is not None else spec.dense(), scale, mask)
     if backend == "flex":
-        return _flex(q, k, v, spec, dense, scale)
+        return _flex(q, k, v, spec, dense, scale, mask)
     if spec is None:
         raise ValueError("backend 'triton' computes the bias from a compact table: pass a BiasSpec (or a "
                          "FreqRelPosBias / SwinRelPosBias), not a dense (H, N, N) tensor")
     if q.dtype not in _TRITON_DTYPES:
         raise ValueError(f"backend 'triton' takes float16, bfloat16 or float32, got {q.dtype}")
     return torch.ops.fastnips.attention_freqbias(q, k, v, spec.kernel, list(spec.window), list(spec.offset),
-                                                 scale)[0]
+                                                 scale, mask)[0]

@@ -28,8 +28,9 @@ Transfer (:meth:`~SwinTableAndTransfer.transfer`)
     the alias-free grid) are periodic band-limited extrapolation. The parameter family is preserved exactly
     (band: same band; separable: factor-wise refinement, same rank).
 
-Contrast: timm's table resize (:meth:`~fastnips.vision.SwinRelPosBias.resize`, bicubic,
-``align_corners=False``) does not keep the original samples.
+Contrast: timm's table resizes (:meth:`~fastnips.vision.SwinRelPosBias.resize`: BEiT's geometric grid with
+linear interpolation, timm's default, or plain bicubic with ``align_corners=False``) do not keep the original
+samples.
 """
 
 from __future__ import annotations
