@@ -1,9 +1,9 @@
 """Long native calls stop on Ctrl-C: the kernels poll Python's signal handlers (csrc/common/interrupt.h) every
 few milliseconds with the GIL taken back for a moment, so SIGINT ends the call with KeyboardInterrupt within a
 second, and the same process then computes correct answers (no state left behind). Each case runs in a
-subprocess that announces the call, gets SIGINT a moment later and must report KeyboardInterrupt within
-LIMIT seconds of the signal (generous: the machine may be loaded); without the polls these calls run for
-minutes."""
+subprocess that announces the call, gets SIGINT a moment later and must catch KeyboardInterrupt within
+LIMIT seconds of the signal (generous: the machine may be loaded), then pass a short correctness check;
+without the polls none of these calls had stopped 60 s after the signal."""
 
 import os
 import signal
@@ -19,7 +19,7 @@ from fastnips import _backend
 WHY = _backend.why_unavailable("cpp")
 pytestmark = pytest.mark.skipif(bool(WHY), reason=f"backend 'cpp' not available: {WHY}")
 
-LIMIT = 3.0  # seconds from SIGINT to the KeyboardInterrupt, on a shared machine (measured: well under 0.1 s)
+LIMIT = 3.0  # seconds from SIGINT to the KeyboardInterrupt, on a shared machine
 
 PRELUDE = """
 import sys, time
@@ -73,8 +73,8 @@ CASES = {
         "assert r['solved'].tolist() == [True, True, True], r",
     ),
     "htc_randomized": (
-        "d, b = dense_scc(2500, 0)",
-        "C.htc_identify(2501, d, b)",
+        "d, b = dense_scc(1500, 0)",
+        "C.htc_identify(1501, d, b)",
         "r = C.htc_identify(3, [(0, 1), (1, 2)], [(0, 2)])\nassert r['solved'].tolist() == [True, True, True], r",
     ),
     "htc_batch": (
@@ -87,7 +87,8 @@ CASES = {
 
 
 def interrupt_case(setup: str, call: str, after: str) -> tuple[float, str]:
-    """Start the call in a subprocess, send SIGINT 0.5 s after it began; (seconds to exit, stdout)."""
+    """Start the call in a subprocess, send SIGINT 1 s after it began; (seconds from the signal to the
+    KeyboardInterrupt in the subprocess, by the wall clock both share; its output)."""
     code = PRELUDE + textwrap.dedent(f"""
         {setup}
         print("start", flush=True)
@@ -96,7 +97,7 @@ def interrupt_case(setup: str, call: str, after: str) -> tuple[float, str]:
             {call}
             print("finished", time.perf_counter() - t0, flush=True)
         except KeyboardInterrupt:
-            print("interrupted", flush=True)
+            print("interrupted", time.time(), flush=True)
         """) + after + "\nprint('after-ok', flush=True)\n"
     env = dict(os.environ, OMP_NUM_THREADS="2")
     with subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -105,12 +106,12 @@ def interrupt_case(setup: str, call: str, after: str) -> tuple[float, str]:
             line = p.stdout.readline()
             if line.strip() != "start":
                 return float("inf"), line + p.communicate(timeout=60)[1][-3000:]
-            time.sleep(0.5)
-            t0 = time.perf_counter()
+            time.sleep(1.0)
+            sent = time.time()
             p.send_signal(signal.SIGINT)
-            # the call ends by the interrupt; the short call afterwards takes well under a second
-            out, err = p.communicate(timeout=60)
-            return time.perf_counter() - t0, out + err[-3000:]
+            out, err = p.communicate(timeout=120)
+            caught = [float(w.split()[1]) for w in out.splitlines() if w.startswith("interrupted ")]
+            return (caught[0] - sent if caught else float("inf")), out + err[-3000:]
         finally:
             if p.poll() is None:
                 p.kill()
@@ -123,4 +124,4 @@ def test_sigint_stops_a_long_native_call(name):
     elapsed, out = interrupt_case(setup, call, after)
     assert "interrupted" in out, out
     assert "after-ok" in out, out
-    assert elapsed < LIMIT + 1.0, f"{name}: the process took {elapsed:.1f} s after SIGINT\n{out}"
+    assert elapsed < LIMIT, f"{name}: KeyboardInterrupt came {elapsed:.1f} s after SIGINT\n{out}"
