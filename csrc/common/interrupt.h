@@ -63,7 +63,9 @@ class InterruptScope {
     auto& s = detail::interrupt_state();
     s.hook = hook;
     s.stop = stop;
-    s.next = std::chrono::steady_clock::time_point{};
+    // the first poll after one period: a call shorter than that never takes the GIL back (which could wait
+    // for another Python thread's switch interval)
+    s.next = hook ? std::chrono::steady_clock::now() + kInterruptPeriod : std::chrono::steady_clock::time_point{};
   }
   ~InterruptScope() {
     auto& s = detail::interrupt_state();
