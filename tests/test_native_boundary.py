@@ -311,3 +311,107 @@ def test_lorenz_records_and_none_in_process():
     t.start()
     t.join()
     assert done == [None]
+
+
+# ------------------------------------------------------------------------------------ numerical honesty
+
+
+def dense_operator(L: sp.csr_matrix, q: np.ndarray) -> np.ndarray:
+    """p(L) + diag(q) for p = CHEB (1 + 0.5 (L - I)), dense: the reference of the Tikhonov tests."""
+    n = L.shape[0]
+    return (CHEB[0] * sp.eye(n) + CHEB[1] * (L - sp.eye(n))).toarray() + np.diag(q)
+
+
+@pytest.mark.parametrize("size", [1e-170, 1e-160, 1e-300, 1e300])
+def test_cg_solves_tiny_and_huge_right_hand_sides(size):
+    """||q x||^2 underflows for 1e-170 e_0 (the column was taken for zero: Y = 0, residual 0) and is denormal
+    for 1e-160 (10% off); the solve now runs on the column scaled by a power of two. By linearity the answer
+    is size * A^{-1} q e_0, computed densely on the unit problem."""
+    C = native()
+    L = laplacian(80)
+    q = np.full(80, 0.5)
+    X = np.zeros((80, 2))
+    X[0, 0] = size
+    X[5, 1] = size * 3
+    Y, iters, res, _, _ = C.tikhonov_solve_cg(L.indptr, L.indices, L.data, CHEB, q, X, 1e-12, 500)
+    unit = np.linalg.solve(dense_operator(L, q), q[:, None] * (X / size))
+    np.testing.assert_allclose(Y / size, unit, rtol=1e-9, atol=1e-12 * np.abs(unit).max())
+    assert (iters > 0).all(), iters
+    assert (res <= 1e-12).all(), res
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_cg_residuals_are_relative_and_scale_free(dtype):
+    """The same system at scales 1 and 2^-500 (float32: 2^-100) gives the same Y up to the scale, the same
+    iteration counts and residuals: scaling by a power of two is exact."""
+    C = native()
+    L = laplacian(60)
+    q = np.linspace(0.1, 1.0, 60).astype(dtype)
+    X = np.random.default_rng(0).standard_normal((60, 3)).astype(dtype)
+    s = 2.0 ** (-100 if dtype == np.float32 else -500)
+    Ld = L.data.astype(dtype)
+    a = C.tikhonov_solve_cg(L.indptr, L.indices, Ld, CHEB, q, X, 1e-6, 500)
+    b = C.tikhonov_solve_cg(L.indptr, L.indices, Ld, CHEB, q, (X * s).astype(dtype), 1e-6, 500)
+    np.testing.assert_array_equal(b[0] / dtype(s), a[0])
+    np.testing.assert_array_equal(b[1], a[1])
+    np.testing.assert_array_equal(b[2], a[2])
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_tikhonov_bindings_refuse_non_finite_input(bad):
+    """Through _C, NaN in X or q returned zeros with residual 0; every Tikhonov solve now refuses NaN and inf
+    in each float input, naming it."""
+    C = native()
+    L = laplacian(40)
+    q, X = np.ones(40), np.ones((40, 2))
+    n = 40
+    order, offsets = np.arange(n), np.array([0, n])
+
+    def spoil(a, at=(3,)):
+        a = a.copy()
+        a[at] = bad
+        return a
+
+    cg = lambda data=L.data, cheb=CHEB, q=q, X=X: C.tikhonov_solve_cg(L.indptr, L.indices, data, cheb, q, X, 1e-10,
+                                                                       100)
+    for name, call in [("X", lambda: cg(X=spoil(X, (3, 1)))), ("q", lambda: cg(q=spoil(q))),
+                       ("data", lambda: cg(data=spoil(L.data))), ("cheb", lambda: cg(cheb=spoil(CHEB, (1,)))),
+                       ("q", lambda: C.tikhonov_dense_factor(L.indptr, L.indices, L.data, CHEB, spoil(q), order,
+                                                             offsets))]:
+        with pytest.raises(ValueError, match=rf"^{name} must be finite"):
+            call()
+    factors = C.tikhonov_dense_factor(L.indptr, L.indices, L.data, CHEB, q, order, offsets)
+    with pytest.raises(ValueError, match=r"^B must be finite"):
+        C.tikhonov_dense_solve(factors, order, offsets, spoil(X, (0, 0)))
+    with pytest.raises(ValueError, match=r"^scale must be finite"):
+        C.tikhonov_dense_solve(factors, order, offsets, X, scale=spoil(q))
+
+
+def test_cg_kernel_refuses_an_overflowing_right_hand_side():
+    """q * X finite in each factor but not as a product (1e300 * 1e300): the kernel names row and column."""
+    C = native()
+    L = laplacian(30)
+    X = np.zeros((30, 1))
+    X[7, 0] = 1e300
+    with pytest.raises(ValueError, match=r"q \* X is not finite at row 7, column 0"):
+        C.tikhonov_solve_cg(L.indptr, L.indices, L.data, CHEB, np.full(30, 1e300), X, 1e-10, 100)
+
+
+def test_spmm_refuses_inputs_that_require_grad():
+    """spmm records no autograd graph: a torch input requiring grad was silently cut off; now a TypeError
+    naming the argument, while detached inputs and torch.no_grad() give the product."""
+    torch = pytest.importorskip("torch", reason="autograd needs torch")
+    from fastnips.ops import spmm
+    torch.set_num_threads(1)
+    A = sp.random(20, 10, density=0.3, format="csr", random_state=0)
+    At = torch.sparse_csr_tensor(torch.from_numpy(A.indptr), torch.from_numpy(A.indices), torch.from_numpy(A.data),
+                                 size=A.shape, check_invariants=True)
+    X = torch.ones(10, 3, dtype=torch.float64, requires_grad=True)
+    with pytest.raises(TypeError, match=r"argument 1 requires grad.*no autograd"):
+        spmm(At, X, backend="cpp")
+    with pytest.raises(TypeError, match="argument 3 requires grad"):
+        spmm(At.crow_indices(), At.col_indices(), At.values(), X, backend="reference")
+    want = A @ np.ones((10, 3))
+    np.testing.assert_allclose(spmm(At, X.detach(), backend="cpp").numpy(), want, rtol=1e-12)
+    with torch.no_grad():
+        np.testing.assert_allclose(spmm(At, X, backend="cpp").numpy(), want, rtol=1e-12)

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "causal/rank.h"
+#include "common/interrupt.h"
 
 namespace fastnips::causal::detail {
 namespace {
@@ -177,6 +178,7 @@ void edgewise_passes(const F& f, const Graph& g, u64 seed, EdgewiseResult& res, 
     bool changed = false;
     for (int v = 0; v < n; ++v) {
       if (st.U[v].empty()) continue;
+      check_interrupt();
       allowed_sources(g, st, v, allowed);
       if (allowed.empty() || !good.find(st, v, allowed, S, &res.tests)) continue;
       record_step(v, S, good.B, st, res);

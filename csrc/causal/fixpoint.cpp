@@ -8,6 +8,7 @@
 
 #include "causal/maxflow.h"
 #include "causal/rank.h"
+#include "common/interrupt.h"
 
 namespace fastnips::causal::detail {
 namespace {
@@ -79,12 +80,15 @@ i64 offer_initial(const Graph& g, Solver& sol, const std::vector<u64>& rel, cons
   const u64 last_mask = (n & 63) ? ((u64(1) << (n & 63)) - 1) : ~u64(0);
   i64 tests = 0;
   const int nt = int(todo.size());
+  const InterruptShare share;
 FASTNIPS_HTC_OMP(omp parallel if (par && nt > 1) reduction(+ : tests))
   {
+    const InterruptJoin join(share);
     auto buf = sol.make_buf();
 FASTNIPS_HTC_OMP(omp for schedule(dynamic, 1))
     for (int t = 0; t < nt; ++t) {
       const int v = todo[t];
+      if (interrupt_requested()) continue;  // the caller raises after the region
       sol.begin(v);
       const u64* hv = g.htr_row(v);
       const u64* sv = g.sib_row(v);
@@ -98,6 +102,10 @@ FASTNIPS_HTC_OMP(omp for schedule(dynamic, 1))
           ++tests;
           if (sol.insert(v, a, buf) == 2) {
             full[v] = 1;
+            break;
+          }
+          if (interrupt_requested()) {
+            w = W;
             break;
           }
         }
@@ -118,8 +126,10 @@ i64 offer_level(const Graph& g, Solver& sol, const std::vector<u64>& rel, const 
   const bool ppar = par && i64(nu) * i64(end - head) >= 4096;
   (void)ppar;
   i64 tests = 0;
+  const InterruptShare share;
 FASTNIPS_HTC_OMP(omp parallel if (ppar) reduction(+ : tests))
   {
+    const InterruptJoin join(share);
     auto buf = sol.make_buf();
 FASTNIPS_HTC_OMP(omp for schedule(dynamic, 1))
     for (int t = 0; t < nu; ++t) {
@@ -135,6 +145,7 @@ FASTNIPS_HTC_OMP(omp for schedule(dynamic, 1))
           by[v] = i64(q);
           break;
         }
+        if (interrupt_requested()) break;
       }
     }
   }
@@ -153,6 +164,7 @@ void htc_fixpoint(const Graph& g, Solver& sol, HtcResult& res, bool par) {
   const std::vector<u64> rel = relevant_rows(g, par);
   std::vector<uint8_t> full(n, 0);
   i64 tests = offer_initial(g, sol, rel, res, todo, par, full);
+  check_interrupt();
   std::vector<i32> queue, unsolved;
   for (int v : todo) {
     if (full[v]) {
@@ -168,6 +180,7 @@ void htc_fixpoint(const Graph& g, Solver& sol, HtcResult& res, bool par) {
   while (head < queue.size() && !unsolved.empty()) {
     const size_t end = queue.size();
     tests += offer_level(g, sol, rel, queue, head, end, unsolved, par, by);
+    check_interrupt();
     std::vector<std::pair<i64, i32>> newly;
     size_t w = 0;
     for (size_t t = 0; t < unsolved.size(); ++t) {
@@ -362,6 +375,7 @@ HtcResult htc_tian(const Graph& g, const HtcOptions& opt, bool par) {
   std::vector<i32> mark(n, -1), loc(n, -1);
   for (int c = 0; c < int(res.components.size()); ++c) {
     TianComponent& tc = res.components[c];
+    check_interrupt();
     std::vector<i32> d, b;
     component_subgraph(g, c, pos, mark, loc, tc, d, b);
     if (!d.empty()) solve_component(g, opt, par, c, tc, mark, d, b, res);

@@ -46,7 +46,9 @@
 // StatusError (common/status.h; a ValueError in Python) on ids out of range, self loops, or duplicate edges
 // (a bidirected pair given as both (i,j) and (j,i) counts as a duplicate), and on an invalid opt.prime.
 // Cyclic directed parts are allowed. Functions are thread-safe (no global state) and deterministic for a
-// fixed (input, opt), also under any number of OpenMP threads.
+// fixed (input, opt), also under any number of OpenMP threads. Nodes without any edge cost O(1) each in
+// htc_identify (the solvers run on the other nodes; the bitset and solver memory above counts only those).
+// Long loops poll interrupt_requested() (common/interrupt.h) and throw StatusError(Status::interrupted()).
 #pragma once
 #include <cstdint>
 #include <vector>

@@ -200,13 +200,18 @@ void validate(int n, const i32* dir, i64 nd, const i32* bi, i64 nb) {
     refuse("htc: duplicate bidirected edge");
 }
 
-Graph build_graph(int n, const i32* dir, i64 nd, const i32* bi, i64 nb, bool par) {
+Graph build_graph(int n, const i32* dir, i64 nd, const i32* bi, i64 nb, bool par, bool bitsets) {
   Graph g;
   g.n = n;
   g.W = (n + 63) / 64;
   g.n_dir = nd;
   g.n_bi = nb;
   build_adjacency(g, dir, bi);
+  if (!bitsets) {
+    g.nscc = tarjan_scc(g, g.scc);
+    group_sccs(g);
+    return g;
+  }
   const size_t NW = size_t(n) * g.W;
   g.htr.assign(NW, 0);
   g.sibm.assign(NW, 0);

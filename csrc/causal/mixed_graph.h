@@ -24,7 +24,13 @@ struct Graph {
   std::vector<i32> scc;   // SCC id per node (Tarjan completion order = reverse topological order)
   int nscc = 0;
   std::vector<i32> scc_off, scc_mem;  // members of SCC c: scc_mem[scc_off[c] .. scc_off[c+1])
+  // A graph restricted to the nodes that have an edge (htc.cpp): node v is node ids[v] of the caller's graph
+  // of n_ids nodes. The random streams are drawn by those ids, so the results equal the full graph's.
+  std::vector<i32> ids;  // empty: the identity (n_ids = n)
+  int n_ids = 0;
   int npa(int v) const { return pa_off[v + 1] - pa_off[v]; }
+  u64 id(int v) const { return ids.empty() ? u64(v) : u64(ids[size_t(v)]); }
+  int id_count() const { return ids.empty() ? n : n_ids; }
   const u64* htr_row(int v) const { return htr.data() + size_t(v) * W; }
   const u64* sib_row(int v) const { return sibm.data() + size_t(v) * W; }
   const u64* pa_row(int v) const { return pam.data() + size_t(v) * W; }
@@ -40,7 +46,9 @@ bool use_threads(int64_t n, int64_t n_dir, int64_t n_bi);
 void validate(int n, const i32* dir, i64 nd, const i32* bi, i64 nb);
 
 // The graph of n nodes, nd directed (tail, head) and nb bidirected pairs (validated); par: may use threads.
-Graph build_graph(int n, const i32* dir, i64 nd, const i32* bi, i64 nb, bool par);
+// bitsets = false leaves htr, sibm and pam empty (the Tian decomposition needs only the adjacency and the
+// SCCs; the n x n/64 words of each bitset are what bounds the graphs the solvers can take).
+Graph build_graph(int n, const i32* dir, i64 nd, const i32* bi, i64 nb, bool par, bool bitsets = true);
 
 // Which way scc_closure follows the directed edges.
 enum class Along { kChildren, kParents };

@@ -2,6 +2,8 @@
 // incremental row-echelon basis.
 #include "causal/rank.h"
 
+#include "common/interrupt.h"
+
 namespace fastnips::causal::detail {
 namespace {
 
@@ -75,6 +77,7 @@ bool lu_attempt(const F& f, const Graph& g, int c, const i32* mem, int s, const 
     }
   }
   for (int col = 0; col < s; ++col) {
+    check_interrupt();  // O(s^2) per column for a dense SCC; factor_sccs runs on the calling thread
     int piv = -1;
     for (int i = col; i < s; ++i)
       if (A[size_t(i) * s + col]) {
@@ -169,6 +172,7 @@ class Stripe {
     r0_ = r0;
     w_ = r1 - r0;
     for (int c = g_.nscc - 1; c >= 0; --c) {  // topological order: parents' SCCs have larger Tarjan ids
+      if (interrupt_requested()) return;         // compute_M raises after its region
       const int s = g_.scc_off[c + 1] - g_.scc_off[c];
       const i32* mem = g_.scc_mem.data() + g_.scc_off[c];
       if (s == 1) {
@@ -208,6 +212,7 @@ class Stripe {
     const i32* prow = lu_.lu_pr.data() + lu_.pr_off[c];
     // forward: Y_i = R_{prow[i]} - sum_{j<i} L_ij Y_j
     for (int i = 0; i < s; ++i) {
+      if (interrupt_requested()) return;  // inside compute_M's region: it raises after the region
       const u64* ri = A + size_t(i) * s;
       int nt = 0;
       coef_[nt] = 1;
@@ -221,6 +226,7 @@ class Stripe {
     }
     // back: X_i = d_i Y_i - sum_{j>i} d_i U_ij X_j, X_i = M[r0..r1, mem[i]]
     for (int i = s - 1; i >= 0; --i) {
+      if (interrupt_requested()) return;
       const u64* ri = A + size_t(i) * s;
       int nt = 0;
       coef_[nt] = ri[i];
@@ -285,10 +291,16 @@ MMatrix<F> compute_M(const F& f, const Graph& g, u64 seed, bool par) {
   if (m == 0 || n == 0) return R;
 
   Rng rng(mix_seed(seed, 0x4D41545249584DULL, 0));
-  Params prm{std::vector<u64>(size_t(g.n_dir)), std::vector<u64>(n), std::vector<u64>(size_t(g.n_bi))};
+  Params prm{std::vector<u64>(size_t(g.n_dir)), std::vector<u64>(size_t(g.id_count())),
+             std::vector<u64>(size_t(g.n_bi))};
   for (auto& x : prm.lam_e) x = random_nonzero(f, rng);
-  for (auto& x : prm.om_d) x = random_nonzero(f, rng);
+  for (auto& x : prm.om_d) x = random_nonzero(f, rng);  // per node id of the caller's graph
   for (auto& x : prm.om_e) x = random_nonzero(f, rng);
+  if (!g.ids.empty()) {  // a restricted graph: node k keeps the omega of its id
+    std::vector<u64> om(static_cast<size_t>(n));
+    for (int k = 0; k < n; ++k) om[size_t(k)] = prm.om_d[size_t(g.id(k))];
+    prm.om_d.swap(om);
+  }
   const SccLu lu = factor_sccs(f, g, prm.lam_e, rng);
 
   // Mt = M^T, computed in stripes of its n columns (= rows of M, which are independent), parallel over
@@ -307,12 +319,15 @@ MMatrix<F> compute_M(const F& f, const Graph& g, u64 seed, bool par) {
   size_t maxdeg = 1;
   for (int v = 0; v < n; ++v) maxdeg = std::max(maxdeg, size_t(g.pa_off[v + 1] - g.pa_off[v]));
   maxdeg = std::max(maxdeg, size_t(lu.smax)) + 1;
+  const InterruptShare share;
 FASTNIPS_HTC_OMP(omp parallel if (par && nstripes > 1))
   {
+    const InterruptJoin join(share);
     Stripe<F> part(f, g, prm, lu, R.colidx, Mt.data(), maxdeg, stripe);
 FASTNIPS_HTC_OMP(omp for schedule(dynamic, 1))
     for (int st = 0; st < nstripes; ++st) part.run(st * stripe, std::min(n, st * stripe + stripe));
   }
+  check_interrupt();
   transpose(Mt, n, m, par, R.M);
   return R;
 }

@@ -101,7 +101,7 @@ struct RankSolver {
     b.sc.ensure(std::max(kmax, 1));
     return b;
   }
-  void begin(int v) { st[v].reset(g.npa(v), mix_seed(seed, 0x5CEE4ULL, u64(v))); }
+  void begin(int v) { st[v].reset(g.npa(v), mix_seed(seed, 0x5CEE4ULL, g.id(v))); }
   int insert(int v, int a, Buf& buf) {
     Basis& B = st[v];
     const int k = B.k;

@@ -8,7 +8,9 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -18,6 +20,7 @@
 
 #include "common/csr.h"
 #include "common/dispatch.h"
+#include "common/interrupt.h"
 #include "common/status.h"
 #include "common/threads.h"
 #ifdef FASTNIPS_WITH_CUDA
@@ -43,22 +46,55 @@ inline void check(const Status& st, const std::string& context = "") {
     case Status::kValue: throw py::value_error(context + st.message);
     case Status::kType: throw py::type_error(context + st.message);
     case Status::kRuntime: break;
+    case Status::kInterrupted:  // the exception a signal handler raised (KeyboardInterrupt) is pending
+      if (!PyErr_Occurred()) PyErr_SetNone(PyExc_KeyboardInterrupt);
+      throw py::error_already_set();
   }
   throw std::runtime_error(context + st.message);  // pybind11 raises it as RuntimeError
 }
 
+// The interrupt hook of common/interrupt.h for a call made from Python's main thread (the only one that
+// runs signal handlers): takes the GIL back for a moment and runs the handlers; true when one raised (its
+// exception, KeyboardInterrupt for Ctrl-C, stays pending for check()).
+inline bool python_signals() {
+  const PyGILState_STATE gil = PyGILState_Ensure();
+  const bool raised = PyErr_CheckSignals() != 0;
+  PyGILState_Release(gil);
+  return raised;
+}
+
+// Whether the calling thread (holding the GIL) is Python's main thread: threading.main_thread(), looked up
+// once (its ident never changes).
+inline bool on_main_thread() {
+  static std::atomic<unsigned long> main_ident{0};
+  unsigned long id = main_ident.load();
+  if (id == 0) {
+    id = py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
+    main_ident.store(id);
+  }
+  return PyThread_get_thread_ident() == id;
+}
+
 // Runs fn() with the GIL released (pure C++ from there on) and raises its Status: fn returns one, or
-// throws a StatusError.
+// throws a StatusError. The call can be interrupted (common/interrupt.h): on the main thread its kernels
+// poll Python's signal handlers every few milliseconds and a Ctrl-C ends it with KeyboardInterrupt.
 template <class Fn>
 void run_released(Fn&& fn, const std::string& context = "") {
   Status st;
+  std::atomic<bool> stop{false};
+  const InterruptHook hook = on_main_thread() ? &python_signals : nullptr;
   {
     py::gil_scoped_release release;
+    const InterruptScope scope(hook, &stop);
     try {
       st = fn();
     } catch (const StatusError& e) {
       st = e.status();
     }
+  }
+  if (stop.load() && st.kind != Status::kInterrupted) {
+    // the kernel finished anyway: a signal handler's exception may be pending; raise it rather than lose it
+    if (PyErr_Occurred()) throw py::error_already_set();
   }
   check(st, context);
 }
@@ -174,6 +210,23 @@ inline Int32Array checked_int32(const py::object& obj, const std::string& name) 
     if (w[i] < INT32_MIN || w[i] > INT32_MAX)
       throw py::value_error(name + " holds " + std::to_string(w[i]) + ", outside int32 (ids must be < 2^31)");
   return Int32Array::ensure(wide);
+}
+
+// A ValueError naming `name`, the first flat index and the value when the float array `a` (C-contiguous,
+// float32 or float64; other dtypes are left to the dtype checks) holds NaN or inf: refused at the binding,
+// since NaN compares false and would turn into a silently wrong answer (a zero right-hand side, residual 0).
+inline void require_finite(const py::array& a, const std::string& name) {
+  auto scan = [&](auto t) {
+    using T = decltype(t);
+    const T* p = static_cast<const T*>(a.data());
+    for (py::ssize_t i = 0; i < a.size(); ++i)
+      if (!std::isfinite(p[i]))
+        throw py::value_error(name + " must be finite, got " + std::to_string(double(p[i])) + " at flat index " +
+                              std::to_string(i));
+  };
+  if (!(a.flags() & py::array::c_style)) return;
+  if (holds<double>(a)) scan(double{});
+  else if (holds<float>(a)) scan(float{});
 }
 
 template <typename T>

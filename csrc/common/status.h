@@ -17,6 +17,7 @@ struct Status {
     kValue,    // the input is refused: ValueError
     kType,     // an unsupported dtype or width: TypeError
     kRuntime,  // the input was fine but the computation failed (a CUDA launch, no usable pivot): RuntimeError
+    kInterrupted,  // stopped by a signal (common/interrupt.h): the binding raises the pending Python exception
   };
   Kind kind = kOk;
   std::string message;
@@ -25,6 +26,7 @@ struct Status {
   static Status value_error(std::string m) { return {kValue, std::move(m)}; }
   static Status type_error(std::string m) { return {kType, std::move(m)}; }
   static Status runtime_error(std::string m) { return {kRuntime, std::move(m)}; }
+  static Status interrupted() { return {kInterrupted, "interrupted"}; }
 };
 
 class StatusError : public std::exception {

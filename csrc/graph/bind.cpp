@@ -30,6 +30,11 @@ void check_q(const py::array& q, const py::array& X, int64_t n) {
   if (!q.dtype().is(X.dtype())) throw py::type_error("q and X must share one dtype (float32 or float64)");
 }
 
+// NaN or inf in any input of a solve is a ValueError naming it (require_finite), before any work.
+void require_finite_inputs(const std::vector<std::pair<py::array, const char*>>& arrays) {
+  for (const auto& a : arrays) require_finite(a.first, a.second);
+}
+
 fg::TikhonovOptions cg_options(double tol, int64_t maxiter, int n_threads, int diagonal, int64_t diagonal_work_limit,
                                int max_restarts) {
   if (!(tol > 0.0)) throw py::value_error("tol must be > 0");
@@ -54,6 +59,7 @@ py::tuple tikhonov_solve_cg(const py::array& indptr, const py::array& indices, c
   const CsrArgs L{indptr, indices, data};
   check_tikhonov(L, cheb, X, "X");
   check_q(q, X, L.n_rows());
+  require_finite_inputs({{data, "data"}, {cheb, "cheb"}, {q, "q"}, {X, "X"}});
   const auto opt = cg_options(tol, maxiter, n_threads, diagonal, diagonal_work_limit, max_restarts);
   return typed_csr(L, [&](auto t, auto i) -> py::tuple {
     using T = decltype(t);
@@ -132,6 +138,7 @@ py::array tikhonov_dense_factor(const py::array& indptr, const py::array& indice
   if (q.shape(0) != n)
     throw py::value_error("q has " + std::to_string(q.shape(0)) + " entries, L has " + std::to_string(n) + " rows");
   check_tikhonov(L, cheb, q.attr("reshape")(n, 1).cast<py::array>(), "q");
+  require_finite_inputs({{data, "data"}, {cheb, "cheb"}, {q, "q"}});
   check_order_offsets(order, offsets, n);
   const int64_t n_blocks = int64_t(offsets.shape(0)) - 1;
   Int64Array lab;
@@ -178,6 +185,8 @@ py::array tikhonov_dense_solve(const py::array& factors, const Int64Array& order
       if (sarr.shape(0) != n) throw py::value_error("scale must have one entry per row of B");
       if (!is_dtype<T>(sarr)) throw py::type_error("scale, factors and B must share one dtype (float32 or float64)");
     }
+    require_finite(B, "B");
+    if (!scale.is_none()) require_finite(sarr, "scale");
     const T* s = scale.is_none() ? nullptr : ptr<T>(sarr);
     py::array_t<T> Y({n, F});
     T* y = Y.mutable_data();

@@ -5,12 +5,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "common/csr.h"
+#include "common/interrupt.h"
 #include "common/simd.h"
 #include "graph/tikhonov_blocks.h"
 #include "graph/tikhonov_diagonal.h"
@@ -133,13 +135,17 @@ FASTNIPS_CLONES void direction_rows(int64_t r0, int64_t r1, int64_t w_rt, const 
 template <typename T, typename I>
 class BlockCg {
  public:
+  // Column c of the system is solved in the units of its scale: b_c / scale[c] (scale: a power of two near
+  // max |b_c|, so every square and dot product stays far from under- and overflow; exact in binary).
   BlockCg(PolyOperator<T, I>& op, const T* q, const T* X, int64_t F, const TikhonovOptions& opt, T* Y,
-          int64_t* iterations, const std::vector<T>& minv, const std::vector<double>& bnorm)
+          int64_t* iterations, const std::vector<T>& minv, const std::vector<double>& bnorm,
+          const std::vector<double>& scale)
       : op_(op), n_(op.n()), q_(q), X_(X), F_(F), opt_(opt), Y_(Y), iters_(iterations), minv_(minv),
-        bnorm_(bnorm) {}
+        bnorm_(bnorm), scale_(scale) {}
 
   // Runs CG on the columns `cols` (warm: starting from the current Y, else from 0) until each converges
-  // on its recursive residual or reaches maxiter; writes the columns of Y.
+  // on its recursive residual or reaches maxiter; writes the columns of Y. Polls for interrupts once per
+  // iteration (Status::interrupted(), Y partly written: the caller discards it).
   Status run(const std::vector<int64_t>& cols, bool warm) {
     Status st;
     int64_t W = padded_width(int64_t(cols.size()));
@@ -156,7 +162,7 @@ class BlockCg {
       for (int64_t i = r0; i < r1; ++i)
         for (int64_t s = 0; s < W; ++s) {
           const int64_t c = slot_[s];
-          const T b = c >= 0 ? q_[i] * X_[i * F_ + c] : T(0);
+          const T b = c >= 0 ? T(double(q_[i]) * double(X_[i * F_ + c]) / scale_[c]) : T(0);
           R_[size_t(i * W + s)] = warm ? b - AP_[size_t(i * W + s)] : b;
         }
     });
@@ -182,6 +188,7 @@ class BlockCg {
     rz_ = rz;
     direction(W);
     for (;;) {
+      if (interrupt_requested()) return Status::interrupted();
       int64_t live = 0;
       for (int64_t s = 0; s < W; ++s) live += active_[s];
       if (live == 0) break;
@@ -247,7 +254,7 @@ class BlockCg {
     for_blocks(op_.bounds(W), [&](int, int64_t r0, int64_t r1) {
       for (int64_t i = r0; i < r1; ++i)
         for (int64_t s = 0; s < W; ++s)
-          if (slot_[s] >= 0) Yb_[size_t(i * W + s)] = Y_[i * F_ + slot_[s]];
+          if (slot_[s] >= 0) Yb_[size_t(i * W + s)] = T(double(Y_[i * F_ + slot_[s]]) / scale_[slot_[s]]);
     });
   }
 
@@ -256,7 +263,8 @@ class BlockCg {
     for_blocks(op_.bounds(W), [&](int, int64_t r0, int64_t r1) {
       for (int64_t i = r0; i < r1; ++i)
         for (int64_t s = 0; s < W; ++s)
-          if (slot_[s] >= 0 && !(skip && (*skip)[s])) Y_[i * F_ + slot_[s]] = Yb_[size_t(i * W + s)];
+          if (slot_[s] >= 0 && !(skip && (*skip)[s]))
+            Y_[i * F_ + slot_[s]] = T(double(Yb_[size_t(i * W + s)]) * scale_[slot_[s]]);
     });
   }
 
@@ -308,6 +316,7 @@ class BlockCg {
   int64_t* iters_;
   const std::vector<T>& minv_;
   const std::vector<double>& bnorm_;
+  const std::vector<double>& scale_;
   std::vector<int64_t> slot_;
   std::vector<unsigned char> active_;
   std::vector<T> Yb_, R_, P_, AP_, alpha_, beta_, zc_;
@@ -332,10 +341,12 @@ void column_sumsq(const std::vector<int64_t>& bounds, int64_t width, int64_t cou
   part.reduce(out);
 }
 
-// True relative residuals ||q o x_c - A y_c|| / ||q o x_c|| for the columns `cols` of Y.
+// True relative residuals ||q o x_c - A y_c|| / ||q o x_c|| for the columns `cols` of Y, in the units of
+// scale[c] (bnorm: ||q o x_c|| / scale[c]).
 template <typename T, typename I>
 void true_residuals(PolyOperator<T, I>& op, const T* q, const T* X, const T* Y, int64_t F,
-                    const std::vector<int64_t>& cols, const std::vector<double>& bnorm, double* residuals) {
+                    const std::vector<int64_t>& cols, const std::vector<double>& bnorm,
+                    const std::vector<double>& scale, double* residuals) {
   const int64_t n = op.n();
   const int64_t chunk = 128;
   for (size_t c0 = 0; c0 < cols.size(); c0 += size_t(chunk)) {
@@ -343,17 +354,40 @@ void true_residuals(PolyOperator<T, I>& op, const T* q, const T* X, const T* Y, 
     const int64_t W = padded_width(cnt);
     std::vector<T> V(size_t(n) * size_t(W), T(0)), AV(size_t(n) * size_t(W));
     for (int64_t i = 0; i < n; ++i)
-      for (int64_t s = 0; s < cnt; ++s) V[size_t(i * W + s)] = Y[i * F + cols[c0 + s]];
+      for (int64_t s = 0; s < cnt; ++s) V[size_t(i * W + s)] = T(double(Y[i * F + cols[c0 + s]]) / scale[cols[c0 + s]]);
     op.apply(V.data(), W, AV.data(), q, nullptr);
     std::vector<double> rr(static_cast<size_t>(W));
     column_sumsq(op.bounds(W), W, cnt, rr.data(), [&](int64_t i, int64_t s) {
-      return double(q[i] * X[i * F + cols[c0 + s]]) - double(AV[size_t(i * W + s)]);
+      const int64_t c = cols[c0 + s];
+      return double(q[i]) * double(X[i * F + c]) / scale[c] - double(AV[size_t(i * W + s)]);
     });
     for (int64_t s = 0; s < cnt; ++s) {
       const int64_t c = cols[c0 + s];
       residuals[c] = std::sqrt(rr[s]) / bnorm[c];
     }
   }
+}
+
+// scale[c] = the power of two 2^e with 2^e <= max_i |q_i X_ic| < 2^(e+1) (1 for a zero column): dividing
+// column c of b = q o X by it is exact and brings its largest entry into [1, 2), so that the squares of CG
+// (norms, dot products) neither underflow for a tiny b (1e-170 e_0 squared is 0 in double) nor overflow for
+// a huge one. A ValueError when q o X is not finite (NaN or inf in q or X, or an overflowing product).
+template <typename T>
+Status column_scales(int64_t n, int64_t F, const T* q, const T* X, double* scale) {
+  std::vector<double> big(static_cast<size_t>(F), 0.0);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t c = 0; c < F; ++c) {
+      const double b = std::abs(double(q[i]) * double(X[i * F + c]));
+      if (!(b <= std::numeric_limits<double>::max())) {
+        std::ostringstream os;
+        os << "tikhonov_solve_cg: q * X is not finite at row " << i << ", column " << c << " (q = " << q[i]
+           << ", X = " << X[i * F + c] << ")";
+        return Status::value_error(os.str());
+      }
+      big[c] = std::max(big[c], b);
+    }
+  for (int64_t c = 0; c < F; ++c) scale[c] = big[c] > 0.0 ? std::ldexp(1.0, std::ilogb(big[c])) : 1.0;
+  return {};
 }
 
 }  // namespace
@@ -382,20 +416,24 @@ Status tikhonov_solve_cg(int64_t n, int64_t nnz, const I* indptr, const I* indic
   std::vector<T> minv(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) minv[i] = T(1.0 / (std::max(diag[i], 0.0) + double(q[i])));
 
-  // ||b_c|| with b = q o X, column-wise.
+  // Column c is solved for b_c / scale[c] (scale: column_scales); bnorm = ||b_c|| / scale[c], b = q o X.
+  std::vector<double> scale(static_cast<size_t>(F));
+  st = column_scales(n, F, q, X, scale.data());
+  if (!st.ok()) return st;
   std::vector<double> bnorm(static_cast<size_t>(F));
   column_sumsq(op.bounds(F), F, F, bnorm.data(),
-               [&](int64_t i, int64_t c) { return double(q[i]) * double(X[i * F + c]); });
+               [&](int64_t i, int64_t c) { return double(q[i]) * double(X[i * F + c]) / scale[c]; });
   for (auto& v : bnorm) v = std::sqrt(v);
   std::vector<int64_t> todo;
   for (int64_t c = 0; c < F; ++c)
     if (bnorm[c] > 0.0) todo.push_back(c);  // a zero right-hand side has the solution 0
 
-  BlockCg<T, I> cg(op, q, X, F, opt, Y, iterations, minv, bnorm);
+  BlockCg<T, I> cg(op, q, X, F, opt, Y, iterations, minv, bnorm, scale);
   for (int round = 0; !todo.empty(); ++round) {
     st = cg.run(todo, round > 0);
     if (!st.ok()) return st;
-    true_residuals<T, I>(op, q, X, Y, F, todo, bnorm, residuals);
+    if (interrupt_requested()) return Status::interrupted();
+    true_residuals<T, I>(op, q, X, Y, F, todo, bnorm, scale, residuals);
     if (round >= opt.max_restarts) break;
     std::vector<int64_t> again;
     for (int64_t c : todo)

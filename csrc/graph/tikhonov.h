@@ -49,7 +49,10 @@ struct TikhonovOptions {
 //   iterations[F], residuals[F] (true relative residuals ||b - A y|| / ||b||, recomputed at the end;
 //   0 for a zero right-hand side), jacobi_diagonal[n] (diag p(L) as used; may be null),
 //   *diagonal_exact (may be null): whether that diagonal is exact (see DiagonalMode).
-// Float32 runs keep the vectors in float32 and accumulate every dot product in double.
+// Float32 runs keep the vectors in float32 and accumulate every dot product in double. Each column is solved
+// for b_c / 2^e (2^e: the power of two at max |b_c|; exact), so tiny and huge right-hand sides neither underflow
+// nor overflow in the norms; a non-finite q * X is a ValueError. Polls interrupt_requested() (common/interrupt.h)
+// once per iteration and returns Status::interrupted() when asked (Y is then partial).
 template <typename T, typename I>
 Status tikhonov_solve_cg(int64_t n, int64_t nnz, const I* indptr, const I* indices, const T* data,
                          const double* cheb, int64_t degree, const T* q, const T* X, int64_t F,

@@ -13,6 +13,7 @@
 #endif
 
 #include "common/csr.h"
+#include "common/interrupt.h"
 
 namespace fastnips::graph {
 namespace {
@@ -228,15 +229,18 @@ Status tikhonov_dense_factor(int64_t n, int64_t nnz, const I* indptr, const I* i
   const std::vector<int64_t> sched = largest_first(offsets, n_blocks);
   std::vector<unsigned char> failed(size_t(n_blocks), 0);
   const int threads = thread_count(n_threads, n_blocks, work);
+  const InterruptShare share;  // polled between blocks (one block's factorisation is not interruptible)
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads) if (threads > 1)
 #endif
   {
+    const InterruptJoin join(share);
     Workspace ws;
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
     for (int64_t s = 0; s < n_blocks; ++s) {
+      if (interrupt_requested()) continue;
       const int64_t b = sched[size_t(s)];
       const int64_t m = offsets[b + 1] - offsets[b];
       if (m == 0) continue;
@@ -245,6 +249,7 @@ Status tikhonov_dense_factor(int64_t n, int64_t nnz, const I* indptr, const I* i
         failed[size_t(b)] = 1;
     }
   }
+  if (interrupt_requested()) return Status::interrupted();
   for (int64_t b = 0; b < n_blocks; ++b)
     if (failed[size_t(b)]) return not_positive_definite(labels, offsets, b);
   return {};

@@ -22,6 +22,10 @@ Choices the usual tools leave open, and what fastnips does:
   data move to where the backend runs and the result comes back in the input's kind and device.
   ``backend="auto"`` picks the backend that runs where the data already are: ``cpp`` for host arrays,
   ``cuda`` (then ``triton``) for CUDA torch tensors, ``cupy`` for cupy arrays.
+* **Autograd.** ``spmm`` is a forward kernel: no backend records a graph for torch autograd. A torch input
+  that requires grad (with grad mode on) is refused with a TypeError rather than returning a result
+  silently cut off from the graph; call it under ``torch.no_grad()`` or on detached tensors, or use
+  ``torch.sparse.mm`` where gradients are needed.
 * **Threads.** ``cpp`` splits rows across OpenMP threads by equal work (nonzeros + rows), so power-law
   degree distributions balance; set ``OMP_NUM_THREADS`` or ``n_threads`` to pin.
 """
@@ -90,7 +94,8 @@ def spmm(*args: Any, n_cols: int | None = None, backend: str = "auto", check_fin
         Mismatched shapes, malformed CSR structure (names the row and position), out-of-range column
         indices, non-finite values with ``check_finite``, or an unknown/unavailable backend.
     TypeError
-        Unsupported dtypes (complex, half precision, non-integer indices) or mixed torch/cupy inputs.
+        Unsupported dtypes (complex, half precision, non-integer indices), mixed torch/cupy inputs, or a
+        torch input that requires grad while grad mode is on (no backend records autograd).
 
     Examples
     --------
@@ -101,6 +106,7 @@ def spmm(*args: Any, n_cols: int | None = None, backend: str = "auto", check_fin
     >>> np.allclose(spmm(A, X), A @ X)
     True
     """
+    _refuse_autograd(args)
     if len(args) == 2:
         csr = _from_matrix(args[0], args[1])
     elif len(args) == 4:
@@ -132,6 +138,16 @@ def spmm(*args: Any, n_cols: int | None = None, backend: str = "auto", check_fin
 
 # ---------------------------------------------------------------------------------------------------
 # input normalisation
+
+
+def _refuse_autograd(args: tuple) -> None:
+    """A TypeError when a torch input requires grad and grad mode is on: the result would silently carry no
+    gradient (the kernels are not differentiable here)."""
+    for pos, a in enumerate(args):
+        if _optional.is_torch_tensor(a) and a.requires_grad and _optional.torch().is_grad_enabled():
+            raise TypeError(f"spmm: argument {pos} requires grad, but spmm records no autograd graph (its result "
+                            "would carry no gradient); call it under torch.no_grad() or on detached tensors "
+                            "(.detach()), or use torch.sparse.mm for gradients")
 
 
 def _kind_of(*arrays):
