@@ -268,9 +268,12 @@ py::array prune_unpack_bitmask(const py::array& values, const py::array& bitmask
   require_1d_contig(values, "values");
   if (bitmask.ndim() != 2 || !(bitmask.flags() & py::array::c_style) || !is_dtype<uint8_t>(bitmask))
     throw py::value_error("bitmask must be a C-contiguous 2-D uint8 array");
-  if (cols < 0 || bitmask.shape(1) != (cols + 7) / 8)
-    throw py::value_error("bitmask must have ceil(in_features / 8) = " + std::to_string((cols + 7) / 8) +
-                          " columns, got " + std::to_string(bitmask.shape(1)));
+  // cols / 8 + (cols % 8 != 0): ceil(cols / 8) without the signed overflow of (cols + 7) at 2^63 - 1 (UBSan)
+  const int64_t want_bytes = cols < 0 ? -1 : cols / 8 + (cols % 8 != 0);
+  if (cols < 0 || bitmask.shape(1) != want_bytes)
+    throw py::value_error("bitmask must have ceil(in_features / 8) = " + std::to_string(want_bytes) +
+                          " columns for in_features = " + std::to_string(cols) + ", got " +
+                          std::to_string(bitmask.shape(1)));
   if (offsets.ndim() != 1 || offsets.shape(0) != bitmask.shape(0) + 1)
     throw py::value_error("row_offsets must have rows + 1 = " + std::to_string(bitmask.shape(0) + 1) + " entries");
   return typed(BitsTypes{}, values, bits_error(values, "values"), [&](auto u) {
