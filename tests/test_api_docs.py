@@ -29,6 +29,9 @@ def _own_members(cls):
     for name, member in vars(cls).items():
         if name.startswith("_"):
             continue
+        fn = member.fget if isinstance(member, property) else getattr(member, "__func__", member)
+        if getattr(fn, "__module__", cls.__module__) != cls.__module__:
+            continue  # attached at run time by a base class (PyG's MessagePassing sets a generated `propagate`)
         if isinstance(member, property):
             yield name, member.fget, True
         elif isinstance(member, staticmethod | classmethod):

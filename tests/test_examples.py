@@ -31,6 +31,8 @@ SCRIPTS = {  # script: its marks
     "rl_irl.py": [],
     "rl_pbrl.py": [],
     "diffusion_diffusers.py": [],
+    "vae_collapse.py": [],
+    "pc_digits.py": [],
 }
 
 

@@ -1,4 +1,4 @@
-"""Backend dispatch: every hot op of fastnips picks one of ``reference | cpp | triton | cuda | cupy | flex``.
+"""Backend dispatch: every hot op of fastnips picks one of ``reference | cpp | triton | cuda | cupy | flex | fused``.
 
 * ``reference`` -- readable numpy/scipy/torch code beside each public function; the oracle in tests and
   the fallback everywhere.
@@ -7,11 +7,13 @@
   ``TRITON_INTERPRET=1`` (slow; meant for testing).
 * ``cuda`` -- ``.cu`` kernels compiled into ``fastnips._C``; offered only when a device is usable *now*.
 * ``cupy`` -- cupy on a CUDA device.
+* ``fused`` -- hand-fused torch code (in place, hand-derived gradients) on CPU or CUDA tensors; faster than
+  ``reference``, the same results to rounding (e.g. :func:`fastnips.pc.pc_inference`).
 * ``flex`` -- ``torch.nn.attention.flex_attention`` (CPU and CUDA tensors; opt-in, never chosen by ``auto``).
 
 :func:`resolve` is the one place where ``backend="auto"`` is decided, for host arrays and device tensors
 alike: an op names the backends it implements and (with ``like=``) an input, and gets the first available
-backend in the order ``cuda, triton, cupy, cpp, reference`` that runs where that input lives. Ops with
+backend in the order ``cuda, triton, cupy, cpp, fused, reference`` that runs where that input lives. Ops with
 extra conditions (a dtype a kernel lacks, a backward a backend lacks) pass ``check=``; ops with an unusual
 preference pass ``auto=``.
 
@@ -28,13 +30,13 @@ from functools import cache
 
 from . import _optional
 
-BACKENDS = ("reference", "cpp", "triton", "cuda", "cupy", "flex")
+BACKENDS = ("reference", "cpp", "triton", "cuda", "cupy", "flex", "fused")
 
 # Where each backend computes; ``auto`` only picks a backend that runs where the inputs live.
 _RUNS_ON = {"reference": ("host", "cuda", "cupy"), "cpp": ("host",), "triton": ("cuda",), "cuda": ("cuda",),
-            "cupy": ("cupy",), "flex": ("host", "cuda")}
+            "cupy": ("cupy",), "flex": ("host", "cuda"), "fused": ("host", "cuda")}
 # The preference of ``auto`` (fastest first); flex is opt-in.
-AUTO_ORDER = ("cuda", "triton", "cupy", "cpp", "reference")
+AUTO_ORDER = ("cuda", "triton", "cupy", "cpp", "fused", "reference")
 
 
 # The binding API this Python package expects of fastnips._C: equal to FASTNIPS_NATIVE_API in csrc/module.cpp.
@@ -108,6 +110,10 @@ def _probe(name: str) -> tuple[bool, str]:
     if name == "cupy":
         if _optional.cupy_or_none() is None:
             return False, "cupy is not installed or no CUDA device is usable"
+        return True, ""
+    if name == "fused":
+        if _optional.torch_or_none() is None:
+            return False, "the fused backend takes torch tensors and torch is not installed"
         return True, ""
     if name == "flex":
         if _optional.torch_or_none() is None:

@@ -109,6 +109,18 @@ def _rl(seed, n):
     return demo_rl(seed, values=True)
 
 
+def _vae(seed, n):
+    from .vae._demo import demo_vae
+
+    return demo_vae(seed)
+
+
+def _pc(seed, n):
+    from .pc._demo import demo_pc
+
+    return demo_pc(seed)
+
+
 CAPABILITIES = (
     Capability("spmm", "sparse x dense product Y = A @ X on every backend present, checked against scipy",
                "SpMM on a skewed random graph, every backend", (), _spmm),
@@ -130,6 +142,10 @@ CAPABILITIES = (
                "GRACE on planted concepts, 10 epochs", ("torch",), _concepts),
     Capability("rl", "exact soft VI on a 100x100 gridworld; max-ent IRL (geometric vs gradient); constrained PbRL",
                "tabular soft VI, IRL and constrained PbRL", (), _rl),
+    Capability("vae", "Dirichlet beta-VAE: closed-form beta_c vs the observed collapse onset on a linear mixture",
+               "Dirichlet beta-VAE collapse sweep", ("torch",), _vae),
+    Capability("pc", "predictive coding vs Approx PC on digits: accuracy, inference steps, seconds",
+               "PC and Approx PC on digits, 3 epochs", ("torch", "sklearn"), _pc),
 )
 NAMES = tuple(c.name for c in CAPABILITIES)
 
