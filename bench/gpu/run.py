@@ -139,7 +139,7 @@ def plan(args: argparse.Namespace, dev: dict | None, nvcc: str | None) -> list[S
                                        "FASTNIPS_GPU_SIZE": "quick" if args.quick else "full"}, "bench.json"))
     for dt in ("bf16",) if args.quick else ("bf16", "fp16"):
         steps.append(Step(f"attention-{dt}", [py, "bench/vision/gpu_attention.py", "--dtype", dt]
-                          + (["--no-flex"] if args.quick else []), {"TRITON_INTERPRET": "0"}))
+                          + (["--no-flex", "--windows", "7,14,28"] if args.quick else []), {"TRITON_INTERPRET": "0"}))
     return steps
 
 

@@ -1,18 +1,16 @@
 """Standalone GPU table for attention with a relative position bias (bench/vision/bench_attention.py's comparison).
 
-    python bench/vision/gpu_attention.py [--no-flex] [--batch 8] [--dtype bf16] [--mask]
+    python bench/vision/gpu_attention.py [--no-flex] [--batch 8] [--dtype bf16] [--mask] [--windows 7,14,28,56]
 
-For N = 49, 196, 784 (windows 7, 14, 28) and H = 3, 6, 12, D = 32, forward only: median times (ms,
-``triton.testing.do_bench``) of SDPA without bias (floor), SDPA with the materialised (H, N, N) bias (gather
-included), compiled FlexAttention with a table-lookup ``score_mod``, and the fastnips Triton kernel; then
-ours/floor (target <= 1.3) and ours/sdpa-bias (target < 1 from N = 784). A second table times forward +
-backward (gradients in q, k, v and the bias table) for SDPA with the bias, FlexAttention and the Triton kernels.
-Every row's output is checked against
-SDPA with the bias (2e-2 in bf16, 1e-3 in fp32 with TF32 off). ``--mask``: every call also takes Swin's
-shifted-window mask (nW = 4 windows of a 2 x 2-window map shifted by M // 2; -100 across regions), the same
-comparison with the masked SDPA reference. Needs a CUDA device; < 5 minutes on one GPU (flex compiles once per
-shape).
-"""
+For N = 49, 196, 784, 3136 (windows 7, 14, 28, 56; ``--windows``) and H = 3, 6, 12, D = 32, forward only: median
+times (ms, ``triton.testing.do_bench``) of SDPA without bias (floor), SDPA with the materialised (H, N, N) bias
+(gather included), compiled FlexAttention with a table-lookup ``score_mod``, and the fastnips Triton kernel; then
+ours/floor (target <= 1.3) and ours/sdpa-bias (target < 1 from N = 784). A second table times forward + backward
+(gradients in q, k, v and the bias table) for SDPA with the bias, FlexAttention and the Triton kernels. Every row's
+output is checked against SDPA with the bias (2e-2 in bf16, 1e-3 in fp32 with TF32 off). ``--mask``: every call also
+takes Swin's shifted-window mask (nW = 4 windows of a 2 x 2-window map shifted by M // 2; -100 across regions), the
+same comparison with the masked SDPA reference. Needs a CUDA device; < 5 minutes on one GPU (flex compiles once per
+shape). """
 
 from __future__ import annotations
 
@@ -38,7 +36,15 @@ def main() -> int:
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--dtype", choices=["bf16", "fp16", "fp32"], default="bf16")
     ap.add_argument("--mask", action="store_true", help="Swin's shifted-window mask in every call (batch % 4 == 0)")
+    ap.add_argument("--windows", default="7,14,28,56",
+                    help="window sides M (N = M^2 tokens), comma-separated; default 7,14,28,56 (N = 49 ... 3136)")
     args = ap.parse_args()
+    try:
+        args.windows = tuple(int(w) for w in args.windows.split(","))
+    except ValueError:
+        ap.error(f"--windows must be comma-separated integers, got {args.windows!r}")
+    if not args.windows or min(args.windows) < 1:
+        ap.error("--windows must list positive window sides")
     if args.mask and args.batch % 4:
         ap.error("--mask needs --batch divisible by 4 (nW = 4 windows)")
     if not torch.cuda.is_available():
@@ -59,7 +65,7 @@ def main() -> int:
           f"{'ours/bias':>10} {'ours/flex':>10}  max|err| (bias, flex, ours)"
     print(hdr)
     ok_all = True
-    for m in (7, 14, 28):
+    for m in args.windows:
         for h in (3, 6, 12):
             n = m * m
             g = torch.Generator(device="cuda").manual_seed(n + h)
@@ -111,7 +117,7 @@ def _backward_table(args, dtype, tol) -> bool:
     print(f"{'N':>5} {'H':>3} {'sdpa-bias':>10} {'flex':>8} {'ours':>8} {'ours/bias':>10} {'ours/flex':>10}  "
           "max rel|grad err| (bias, flex, ours)")
     ok = True
-    for m in (7, 14, 28):
+    for m in args.windows:
         for h in (3, 6, 12):
             n = m * m
             g = torch.Generator(device="cuda").manual_seed(n + h + 1)
