@@ -22,7 +22,10 @@ pytestmark = pytest.mark.skipif(bool(WHY), reason=f"backend 'cpp' not available:
 LIMIT = 3.0  # seconds from SIGINT to the KeyboardInterrupt, on a shared machine
 
 PRELUDE = """
-import sys, time
+import signal, sys, time
+# A process started with SIGINT ignored (a CI job in the background, nohup) keeps it ignored and Python then
+# installs no KeyboardInterrupt handler: put the default one back, as an interactive session has it.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 import numpy as np
 import scipy.sparse as sp
 from fastnips import _backend

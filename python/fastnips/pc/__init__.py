@@ -16,6 +16,11 @@ DFC's with :math:`Q = J^\top`, :math:`\alpha = \gamma`; with nonlinearities they
 
 from __future__ import annotations
 
+from .. import _optional
+
+if (_missing := _optional.missing_torch(__name__)) is not None:  # torch-only: say what to install
+    raise _missing
+
 from .inference import PC_BACKENDS, approx_pc_inference, dfc_inference, pc_inference
 from .learners import ApproxPC, Backprop, DeepFeedbackControl, PredictiveCoding, update_similarity
 from .network import PCNet

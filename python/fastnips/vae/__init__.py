@@ -15,6 +15,11 @@ There is no hot path here: torch on CPU suffices, so there is no backend choice.
 
 from __future__ import annotations
 
+from .. import _optional
+
+if (_missing := _optional.missing_torch(__name__)) is not None:  # torch-only: say what to install
+    raise _missing
+
 from .model import DirichletVAE
 from .report import CollapseReport, SweepResult, collapse_report, collapse_sweep
 from .synthetic import archetypal_toy, linear_mixture, standardized
