@@ -146,21 +146,13 @@ def concept_auroc(A: Matrix, A_true: Matrix) -> float:
     >>> concept_auroc([[0.9, 0.0], [0.0, 0.3]], [[1.0, 0.0], [0.0, 2.0]])
     1.0
     """
+    from scipy.stats import rankdata
+
     s = _t(A).flatten().numpy().astype(np.float64)
     pos = (_t(A_true).flatten() > 0).numpy()
     if pos.all() or not pos.any():
         raise ValueError("A_true needs both active and inactive entries for an AUROC")
-    order = np.argsort(s, kind="mergesort")
-    ranks = np.empty(len(s))
-    sorted_s = s[order]
-    # average ranks over ties
-    i = 0
-    while i < len(s):
-        j = i
-        while j + 1 < len(s) and sorted_s[j + 1] == sorted_s[i]:
-            j += 1
-        ranks[order[i:j + 1]] = (i + j) / 2 + 1
-        i = j + 1
+    ranks = rankdata(s)  # average ranks over ties (Mann-Whitney U)
     n_pos, n_neg = int(pos.sum()), int((~pos).sum())
     return float((ranks[pos].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 

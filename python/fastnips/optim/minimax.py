@@ -256,5 +256,4 @@ def _start(given, default, n: int, L: int, name: str) -> torch.Tensor:
 def _record(problem, eng, x, y, step: int) -> dict:
     xb, yb = eng.mean(x), eng.mean(y)
     dev = ((x - xb) ** 2).sum(1) + ((y - yb) ** 2).sum(1)
-    cons = eng.mean(dev[:, None])[0] if isinstance(eng, Distributed) else dev.mean()
-    return {"step": step, "stationarity": problem.stationarity(xb, yb), "consensus": float(cons)}
+    return {"step": step, "stationarity": problem.stationarity(xb, yb), "consensus": float(eng.mean(dev[:, None])[0])}
