@@ -33,6 +33,7 @@ SCRIPTS = {  # script: its marks
     "diffusion_diffusers.py": [],
     "vae_collapse.py": [],
     "pc_digits.py": [],
+    "optim_minimax.py": [],
 }
 
 

@@ -121,6 +121,12 @@ def _pc(seed, n):
     return demo_pc(seed)
 
 
+def _minimax(seed, n):
+    from .optim._demo import demo_minimax
+
+    return demo_minimax(seed)
+
+
 CAPABILITIES = (
     Capability("spmm", "sparse x dense product Y = A @ X on every backend present, checked against scipy",
                "SpMM on a skewed random graph, every backend", (), _spmm),
@@ -146,6 +152,8 @@ CAPABILITIES = (
                "Dirichlet beta-VAE collapse sweep", ("torch",), _vae),
     Capability("pc", "predictive coding vs Approx PC on digits: accuracy, inference steps, seconds",
                "PC and Approx PC on digits, 3 epochs", ("torch", "sklearn"), _pc),
+    Capability("minimax", "decentralised minimax on an 8-node ring: doubly smoothed GDA vs GDA at equal steps",
+               "DS-GDA and GDA on a kappa-64 quadratic", ("torch",), _minimax),
 )
 NAMES = tuple(c.name for c in CAPABILITIES)
 

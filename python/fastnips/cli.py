@@ -1,5 +1,6 @@
 """The ``fastnips`` command (also ``python -m fastnips``): ``info``, ``demo`` and one subcommand per main job
-(``htc``, ``prune``).
+(``htc``, ``prune``, ``minimax``). Commands of torch-only fields are imported when used, so the others work
+without torch.
 
 Expected failures (bad arguments, missing or malformed files, missing optional packages, unavailable backends)
 end in one line on stderr and a non-zero exit status; ``fastnips --debug <command>`` (or ``FASTNIPS_DEBUG=1``)
@@ -47,9 +48,34 @@ def _silence_stdout() -> None:
         pass
 
 
+# Subcommands imported on first use (name -> "module:attribute"), for fields that need optional packages.
+LAZY = {"minimax": "fastnips.optim.launch:minimax"}
+
+
+def _missing_command(name: str, exc: ImportError) -> click.Command:
+    def fail() -> None:
+        raise click.ClickException(one_line(exc))
+
+    return click.Command(name, callback=fail, help=f"(unavailable: {one_line(exc)})")
+
+
 class FastnipsGroup(click.Group):
     """A click group that turns any exception of a subcommand into ``Error: <one line>`` and exit status 1,
-    unless ``--debug`` is given."""
+    unless ``--debug`` is given; the commands of :data:`LAZY` are imported when used."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *LAZY})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in LAZY and name not in self.commands:
+            import importlib
+
+            module, attr = LAZY[name].split(":")
+            try:
+                return getattr(importlib.import_module(module), attr)
+            except ImportError as exc:
+                return _missing_command(name, exc)
+        return super().get_command(ctx, name)
 
     def invoke(self, ctx: click.Context):
         try:

@@ -145,3 +145,56 @@ def test_distributed_engine_equals_in_process_bitwise(tmp_path):
     p = Quadratic(10.0, nodes=4, noise=0.01, seed=1)
     res = decentralized_minimax(p, ring(4), steps=60, record_every=20)
     assert torch.equal(torch.load(out), res.x)
+
+
+def _breast_cancer():
+    from sklearn.datasets import load_breast_cancer
+
+    d = load_breast_cancer()
+    return (d.data - d.data.mean(0)) / d.data.std(0), d.target
+
+
+def test_auc_gradients_match_autograd_and_auc_matches_sklearn():
+    from sklearn.metrics import roc_auc_score
+
+    from fastnips.optim import AUCMaximization
+
+    X, labels = _breast_cancer()
+    p = AUCMaximization(X, labels, nodes=3, split="label-skewed")
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(p.n_x, dtype=torch.float64, generator=g)
+    y = torch.randn(1, dtype=torch.float64, generator=g)
+    for i in range(3):
+        gx, gy = p.local_grad(i, x, y, 0)
+        xx, yy = x.clone().requires_grad_(), y.clone().requires_grad_()
+        ax, ay = torch.autograd.grad(p._objective(xx, yy[0], p.parts[i], 3 / p.N), (xx, yy))
+        torch.testing.assert_close(gx, ax, rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(gy, ay, rtol=1e-12, atol=1e-12)
+    # alpha* maximises the global objective: the y-gradient vanishes there
+    a = torch.tensor([p.alpha_star(x)], dtype=torch.float64)
+    assert abs(float(p._grad(x, a, slice(None), 1.0 / p.N)[1][0])) < 1e-12
+    assert p.auc(x) == pytest.approx(roc_auc_score(labels, (p.X @ x[:-2]).numpy()), abs=1e-12)
+    res = decentralized_minimax(p, ring(3), method="gda", steps=1000, lr=0.01, record_every=100)
+    assert res.history[-1]["stationarity"] < 0.05 * res.history[0]["stationarity"]
+    assert p.auc(res.x.mean(0)) > 0.98
+
+
+def test_in_process_mixing_equals_the_dense_product():
+    from fastnips.optim import InProcess
+
+    U = torch.randn(9, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    for t in (ring(9), torus(3, 3), erdos_renyi(9, 0.3, seed=2), complete(9)):
+        torch.testing.assert_close(InProcess(t).mix(U), torch.from_numpy(t.W) @ U, rtol=1e-14, atol=1e-14)
+
+
+def test_batched_quadratic_gradients_do_not_depend_on_the_batch():
+    p = Quadratic(10.0, nodes=5, noise=0.1, seed=3)
+    g = torch.Generator().manual_seed(2)
+    X, Y = torch.randn(5, 10, dtype=torch.float64, generator=g), torch.randn(5, 10, dtype=torch.float64, generator=g)
+    gx, gy = p.local_grads(list(range(5)), X, Y, 7)
+    for i in range(5):
+        a, b = p.local_grad(i, X[i], Y[i], 7)
+        assert torch.equal(a, gx[i])
+        assert torch.equal(b, gy[i])
+        ref = p.A_i[i] @ X[i] + p.B @ Y[i]
+        assert 0 < float((a - ref).norm()) < 1.0  # the noise: sigma 0.1 in 10 dimensions

@@ -34,8 +34,9 @@ code and the exact auxiliary-variable handling are not public: the anchor update
 (the centralised doubly smoothed GDA with tracked gradients), documented as a reconstruction.
 
 Execution (``engine=``): :class:`InProcess` keeps all M nodes in this process; :class:`Distributed` runs node
-``rank`` of a ``torch.distributed`` group (gloo on CPU, nccl on GPU) and exchanges with its neighbours by
-point-to-point sends and receives. Both sum :math:`\mathcal{W}u_i` over the neighbours in the same sorted
+``rank`` of a ``torch.distributed`` group and exchanges with its neighbours by point-to-point sends and receives.
+The iterates are float64 CPU tensors, so the group's backend must carry CPU tensors (gloo or mpi, also between
+GPU machines); nccl, which moves only device tensors, is refused with that reason. Both sum :math:`\mathcal{W}u_i` over the neighbours in the same sorted
 order, in float64, so for a fixed seed the iterates are **bitwise equal** in both modes (tested with 4 gloo
 processes). The recorded history uses node averages (an all-reduce in the distributed mode), equal to float
 round-off.
@@ -64,17 +65,20 @@ class InProcess:
     def __init__(self, topology: Topology):
         self.topology = topology
         self.nodes = list(range(topology.size))
+        # Neighbour slots padded to the largest degree: slot k of node i is its k-th neighbour in sorted order,
+        # padding slots point at i with weight 0 (adding 0 * u leaves the sum bitwise unchanged).
+        K = max(len(n) for n in topology.neighbours)
+        idx = torch.tensor([list(n) + [i] * (K - len(n)) for i, n in enumerate(topology.neighbours)])
+        w = torch.tensor([[float(topology.W[i, j]) for j in n] + [0.0] * (K - len(n))
+                          for i, n in enumerate(topology.neighbours)], dtype=torch.float64)
+        self._slots = [(idx[:, k], w[:, k, None]) for k in range(K)]
 
     def mix(self, U: torch.Tensor) -> torch.Tensor:
         """:math:`\\sum_j W_{ij} u_j` for every node (rows of U), summed in the neighbours' sorted order."""
-        W, nb = self.topology.W, self.topology.neighbours
-        out = torch.empty_like(U)
-        for i in self.nodes:
-            acc = torch.zeros_like(U[i])
-            for j in nb[i]:
-                acc = acc + float(W[i, j]) * U[j]
-            out[i] = acc
-        return out
+        acc = torch.zeros_like(U)
+        for idx, w in self._slots:
+            acc = acc + w * U[idx]
+        return acc
 
     def mean(self, U: torch.Tensor) -> torch.Tensor:
         """Average over the nodes."""
@@ -96,6 +100,9 @@ class Distributed:
         if not dist.is_initialized():
             raise RuntimeError("torch.distributed is not initialised: launch with torchrun (see the docs) or call "
                                "torch.distributed.init_process_group first")
+        if "nccl" in str(dist.get_backend()).lower():
+            raise ValueError("the minimax engine exchanges float64 CPU tensors: initialise the process group with "
+                             "backend 'gloo' (nccl moves only GPU tensors)")
         if dist.get_world_size() != topology.size:
             raise ValueError(f"the topology has {topology.size} nodes but the process group "
                              f"{dist.get_world_size()} processes")
@@ -217,8 +224,7 @@ def decentralized_minimax(problem: Any, topology: Topology, *, method: str = "ds
     degree = max(len(n) for n in topology.neighbours) - 1
     res = MinimaxResult(x, y, floats_sent_per_step=degree * (2 if track else 1) * (problem.n_x + problem.n_y))
     for k in range(steps):
-        g = [problem.local_grad(i, x[r], y[r], k) for r, i in enumerate(local)]
-        gx, gy = torch.stack([a for a, _ in g]), torch.stack([b for _, b in g])
+        gx, gy = _grads(problem, local, x, y, k)
         if track:
             sx = gx if sx is None else eng.mix(sx) + gx - gx_prev
             sy = gy if sy is None else eng.mix(sy) + gy - gy_prev
@@ -243,6 +249,16 @@ def decentralized_minimax(problem: Any, topology: Topology, *, method: str = "ds
                 break
     res.x, res.y = x, y
     return res
+
+
+def _grads(problem, nodes: list, x: torch.Tensor, y: torch.Tensor, step: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The stacked local gradients of ``nodes``: the problem's batched ``local_grads`` where it has one (the same
+    numbers for any subset of nodes, so both engines agree bitwise), else one ``local_grad`` call per node."""
+    batched = getattr(problem, "local_grads", None)
+    if batched is not None:
+        return batched(nodes, x, y, step)
+    g = [problem.local_grad(i, x[r], y[r], step) for r, i in enumerate(nodes)]
+    return torch.stack([a for a, _ in g]), torch.stack([b for _, b in g])
 
 
 def _start(given, default, n: int, L: int, name: str) -> torch.Tensor:
