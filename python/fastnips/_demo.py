@@ -127,6 +127,12 @@ def _minimax(seed, n):
     return demo_minimax(seed)
 
 
+def _designbench(seed, n):
+    from .designbench._demo import demo_designbench
+
+    return demo_designbench(seed)
+
+
 CAPABILITIES = (
     Capability("spmm", "sparse x dense product Y = A @ X on every backend present, checked against scipy",
                "SpMM on a skewed random graph, every backend", (), _spmm),
@@ -154,6 +160,9 @@ CAPABILITIES = (
                "PC and Approx PC on digits, 3 epochs", ("torch", "sklearn"), _pc),
     Capability("minimax", "decentralised minimax on an 8-node ring: doubly smoothed GDA vs GDA at equal steps",
                "DS-GDA and GDA on a kappa-64 quadratic", ("torch",), _minimax),
+    Capability("designbench", "GraphicDesignBench metrics: detection mAP vs lica-gdb; font-Jaccard and layer-order "
+               "baselines on synthetic templates", "GDB metrics and baselines on synthetic templates", (),
+               _designbench),
 )
 NAMES = tuple(c.name for c in CAPABILITIES)
 
