@@ -133,6 +133,12 @@ def _designbench(seed, n):
     return demo_designbench(seed)
 
 
+def _diagnosis(seed, n):
+    from .diagnosis._demo import demo_diagnosis
+
+    return demo_diagnosis(seed)
+
+
 CAPABILITIES = (
     Capability("spmm", "sparse x dense product Y = A @ X on every backend present, checked against scipy",
                "SpMM on a skewed random graph, every backend", (), _spmm),
@@ -163,6 +169,8 @@ CAPABILITIES = (
     Capability("designbench", "GraphicDesignBench metrics: detection mAP vs lica-gdb; font-Jaccard and layer-order "
                "baselines on synthetic templates", "GDB metrics and baselines on synthetic templates", (),
                _designbench),
+    Capability("diagnosis", "GPU fault diagnosis from Xid/AER/NCCL/SEL/DCGM/nvidia-smi logs of a simulated fleet",
+               "fault diagnosis on simulated incidents", ("sklearn",), _diagnosis),
 )
 NAMES = tuple(c.name for c in CAPABILITIES)
 

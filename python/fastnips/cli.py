@@ -1,5 +1,5 @@
 """The ``fastnips`` command (also ``python -m fastnips``): ``info``, ``demo`` and one subcommand per main job
-(``htc``, ``prune``, ``minimax``). Commands of torch-only fields are imported when used, so the others work
+(``htc``, ``prune``, ``diagnose``, ``minimax``). Commands of torch-only fields are imported when used, so the others work
 without torch.
 
 Expected failures (bad arguments, missing or malformed files, missing optional packages, unavailable backends)
@@ -16,6 +16,7 @@ import click
 from . import __version__
 from ._demo import demo
 from .causal._cli import htc
+from .diagnosis._cli import diagnose_command
 
 __all__ = ["main"]
 
@@ -124,6 +125,7 @@ def info(as_json: bool) -> None:
 
 main.add_command(demo)
 main.add_command(htc)
+main.add_command(diagnose_command)
 
 
 @main.command()
