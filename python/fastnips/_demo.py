@@ -139,6 +139,12 @@ def _diagnosis(seed, n):
     return demo_diagnosis(seed)
 
 
+def _datascale(seed, n):
+    from .datacuration._demo import demo_datascale
+
+    return demo_datascale(seed)
+
+
 CAPABILITIES = (
     Capability("spmm", "sparse x dense product Y = A @ X on every backend present, checked against scipy",
                "SpMM on a skewed random graph, every backend", (), _spmm),
@@ -171,6 +177,8 @@ CAPABILITIES = (
                _designbench),
     Capability("diagnosis", "GPU fault diagnosis from Xid/AER/NCCL/SEL/DCGM/nvidia-smi logs of a simulated fleet",
                "fault diagnosis on simulated incidents", ("sklearn",), _diagnosis),
+    Capability("datascale", "best data recipe vs ablation runs: exponent vs 2/d; sklearn testbed predicts more runs",
+               "power law of recipe search, synthetic and scikit-learn", (), _datascale),
 )
 NAMES = tuple(c.name for c in CAPABILITIES)
 
