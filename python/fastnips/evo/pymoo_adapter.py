@@ -37,7 +37,8 @@ def to_pymoo(problem: Problem):
 
     if not isinstance(problem, Problem):
         raise TypeError(f"problem must be a fastnips.evo Problem, got {type(problem).__name__}")
-    pm = _optional.require("pymoo.core.problem")
+    _optional.require("pymoo")  # an ImportError saying "pip install pymoo" where it is missing
+    from pymoo.core.problem import Problem as PymooProblem
     n, h1, h2 = problem.n, problem.h1, problem.h2
 
     def raw(X) -> tuple[np.ndarray, np.ndarray]:
@@ -49,7 +50,7 @@ def to_pymoo(problem: Problem):
         tz = np.where(~B.any(axis=1), n, np.argmax(B[:, ::-1], axis=1))
         return lo, tz
 
-    class _Distorted(pm.Problem):
+    class _Distorted(PymooProblem):
         def __init__(self):
             super().__init__(n_var=n, n_obj=2, xl=0, xu=1, vtype=bool)
 
