@@ -53,5 +53,5 @@ def test_classic_moead_agrees_with_pymoo(problem, expected):
 
 
 def test_adapter_refuses_non_problems():
-    with pytest.raises(TypeError, match="problem must be a fastnips.evo Problem"):
+    with pytest.raises(TypeError, match=r"problem must be a fastnips\.evo Problem"):
         to_pymoo("lotz")
