@@ -207,23 +207,29 @@ struct Member {
   std::vector<Word> x;
 };
 
-// F: the non-dominated members sorted by r1 (r2 decreasing); y enters unless a member strictly dominates it,
-// and evicts the members it weakly dominates.
+// F: the non-dominated members sorted by r1 (so r2 strictly decreases). y enters unless a member strictly
+// dominates it, and evicts the members it weakly dominates (the reference's linear scans, here by binary search:
+// the evicted members are one contiguous run, those with r1 <= y1 and r2 <= y2).
 bool offer(std::vector<Member>& F, Raw ry, const std::vector<Word>& y, Tracker& tr) {
-  for (const Member& q : F)
-    if (q.r.r1 >= ry.r1 && q.r.r2 >= ry.r2 && !(q.r == ry)) return false;
-  size_t keep = 0;
-  for (size_t m = 0; m < F.size(); ++m) {
-    if (F[m].r.r1 <= ry.r1 && F[m].r.r2 <= ry.r2) {
-      tr.leave(F[m].r);
-      continue;
+  const auto past = std::partition_point(F.begin(), F.end(), [&](const Member& q) { return q.r.r1 <= ry.r1; });
+  if (past != F.end() && past->r.r2 >= ry.r2) return false;  // r1 > y1 and r2 >= y2
+  if (past != F.begin()) {
+    const Raw& q = std::prev(past)->r;
+    if (q == ry) {  // the same point: y replaces it (the coverage does not change)
+      std::prev(past)->x = y;
+      return true;
     }
-    if (keep != m) F[keep] = std::move(F[m]);
-    ++keep;
+    if (q.r1 == ry.r1 && q.r2 > ry.r2) return false;
   }
-  F.resize(keep);
-  auto at = std::lower_bound(F.begin(), F.end(), ry.r1, [](const Member& q, int64_t v) { return q.r.r1 < v; });
-  F.insert(at, Member{ry, y});
+  const auto first = std::partition_point(F.begin(), past, [&](const Member& q) { return q.r.r2 > ry.r2; });
+  for (auto it = first; it != past; ++it) tr.leave(it->r);
+  if (first == past) {
+    F.insert(first, Member{ry, y});
+  } else {  // reuse the storage of the first evicted member
+    first->r = ry;
+    first->x = y;
+    F.erase(first + 1, past);
+  }
   tr.enter(ry);
   return true;
 }
@@ -253,8 +259,14 @@ Status run_self_adjusting(const RunSpec& s, RunOutput* out) {
     str.mutate(rng, parent->data(), y.data());
     const Raw ry = str.raw(y.data());
     tr.evaluate(ry, f);
-    if (ry.r2 >= lo.r.r2) lo = Member{ry, y};
-    if (ry.r1 >= hi.r.r1) hi = Member{ry, y};
+    if (ry.r2 >= lo.r.r2) {
+      lo.r = ry;
+      lo.x = y;
+    }
+    if (ry.r1 >= hi.r.r1) {
+      hi.r = ry;
+      hi.x = y;
+    }
     offer(F, ry, y, tr);
     if (tr.interrupted()) return Status::interrupted();
   }
