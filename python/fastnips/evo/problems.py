@@ -128,7 +128,7 @@ class Problem:
         """The size of the Pareto front, n + 1."""
         return self.n + 1
 
-    def raw(self, x) -> tuple[int, int]:
+    def raw(self, x: Sequence[int] | np.ndarray) -> tuple[int, int]:
         """The undistorted objectives of a bit string ``x`` (a sequence of 0/1 of length n)."""
         bits = [int(b) for b in x]
         if len(bits) != self.n or any(b not in (0, 1) for b in bits):
@@ -140,7 +140,7 @@ class Problem:
         ones = sum(bits)
         return self.n - ones, ones
 
-    def evaluate(self, x) -> tuple[float, float]:
+    def evaluate(self, x: Sequence[int] | np.ndarray) -> tuple[float, float]:
         """The (distorted) objective vector f(x) = (h1(r1), h2(r2)), to be maximised."""
         r1, r2 = self.raw(x)
         return float(self.h1[r1]), float(self.h2[r2])
