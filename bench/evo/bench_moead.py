@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from fastnips import _backend
-from fastnips.evo import MOEAD, fixed_weight_optima, lotz, run, to_pymoo
+from fastnips.evo import MOEAD, fixed_weight_optima, lotz, pymoo_moead, run
 
 N_BITS, T, BUDGET, LONG = 10, 3, 3000, 1_000_000
 PROBLEM = lotz(N_BITS, "exp3", "exp3")
@@ -23,20 +23,7 @@ EXPECTED = fixed_weight_optima(PROBLEM).tolist()
 
 
 def _pymoo(seed: int) -> list[int]:
-    from pymoo.algorithms.moo.moead import MOEAD as PymooMOEAD
-    from pymoo.decomposition.tchebicheff import Tchebicheff
-    from pymoo.operators.crossover.pntx import TwoPointCrossover
-    from pymoo.operators.mutation.bitflip import BitflipMutation
-    from pymoo.operators.sampling.rnd import BinaryRandomSampling
-    from pymoo.optimize import minimize
-    from pymoo.util.ref_dirs import get_reference_directions
-
-    algo = PymooMOEAD(ref_dirs=get_reference_directions("uniform", 2, n_partitions=N_BITS), n_neighbors=T,
-                      decomposition=Tchebicheff(), prob_neighbor_mating=1.0, sampling=BinaryRandomSampling(),
-                      crossover=TwoPointCrossover(prob=0.0), mutation=BitflipMutation(prob=1.0, prob_var=1 / N_BITS))
-    res = minimize(to_pymoo(PROBLEM), algo, ("n_eval", BUDGET), seed=seed)
-    front, F = PROBLEM.front(), -res.algorithm.pop.get("F")
-    return sorted({int(np.flatnonzero((front == f).all(axis=1))[0]) for f in F if (front == f).all(axis=1).any()})
+    return PROBLEM.front_points(pymoo_moead(PROBLEM, BUDGET, seed, n_neighbors=T))
 
 
 def _ours(backend: str, budget: int, seed: int) -> list[int]:

@@ -151,6 +151,14 @@ class Problem:
         return np.stack([self.h1[i], self.h2[self.n - i]], axis=1)
 
 
+    def front_points(self, F: np.ndarray) -> list[int]:
+        """The sorted distinct Pareto points i among the objective vectors ``F`` (shape (m, 2), maximised):
+        rows equal to (h1(i), h2(n-i)); rows off the front are ignored."""
+        F = np.asarray(F, dtype=np.float64).reshape(-1, 2)
+        hit = (F[:, None, :] == self.front()[None, :, :]).all(axis=2)
+        return np.flatnonzero(hit.any(axis=0)).tolist()
+
+
 def _make(kind: str, n, h1: Distortion, h2: Distortion) -> Problem:
     n = _check_n(n)
     t1, t2 = distortion_table(h1, n, name="h1"), distortion_table(h2, n, name="h2")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from .. import _optional
 from .problems import Problem
 
-__all__ = ["to_pymoo"]
+__all__ = ["pymoo_moead", "to_pymoo"]
 
 
 def to_pymoo(problem: Problem):
@@ -59,3 +59,47 @@ def to_pymoo(problem: Problem):
             out["F"] = np.column_stack([-h1[r1], -h2[r2]])
 
     return _Distorted()
+
+
+def pymoo_moead(problem: Problem, budget: int, seed: int = 0, *, n_neighbors: int = 20):
+    """Run pymoo's MOEAD configured like :class:`~fastnips.evo.MOEAD`: N = n uniform weights, Tchebycheff,
+    mutation only (bit flips with rate 1/n; two-point crossover with probability 0), parents from the
+    neighbourhood. pymoo still differs in its random visiting order and in replacing only on strict improvement.
+
+    Parameters
+    ----------
+    problem : Problem
+    budget : int
+        Evaluations (pymoo's ``("n_eval", budget)``).
+    seed : int
+        pymoo's seed.
+    n_neighbors : int
+        T (pymoo's default 20), capped at n + 1.
+
+    Returns
+    -------
+    numpy.ndarray
+        The final population's objective vectors f (maximised), shape (n + 1, 2).
+
+    Examples
+    --------
+    >>> F = pymoo_moead(lotz(6, "square"), 2000, seed=1, n_neighbors=3)   # doctest: +SKIP
+    >>> lotz(6, "square").front_points(F)                                   # doctest: +SKIP
+    [0, 4, 5, 6]
+    """
+    pp = to_pymoo(problem)
+    from pymoo.algorithms.moo.moead import MOEAD as PymooMOEAD
+    from pymoo.decomposition.tchebicheff import Tchebicheff
+    from pymoo.operators.crossover.pntx import TwoPointCrossover
+    from pymoo.operators.mutation.bitflip import BitflipMutation
+    from pymoo.operators.sampling.rnd import BinaryRandomSampling
+    from pymoo.optimize import minimize
+    from pymoo.util.ref_dirs import get_reference_directions
+
+    n = problem.n
+    algo = PymooMOEAD(ref_dirs=get_reference_directions("uniform", 2, n_partitions=n),
+                      n_neighbors=min(n_neighbors, n + 1), decomposition=Tchebicheff(), prob_neighbor_mating=1.0,
+                      sampling=BinaryRandomSampling(), crossover=TwoPointCrossover(prob=0.0),
+                      mutation=BitflipMutation(prob=1.0, prob_var=1.0 / n))
+    res = minimize(pp, algo, ("n_eval", int(budget)), seed=int(seed))
+    return -res.algorithm.pop.get("F")
