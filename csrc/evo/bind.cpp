@@ -8,8 +8,14 @@ namespace {
 using namespace bind;
 namespace fe = evo;
 
+// A distortion table as C-contiguous float64: integers and floats are converted, anything else (bool, complex,
+// objects, strings, dates) is a TypeError naming the argument.
 py::array_t<double> table(const py::object& obj, int64_t n, const char* name) {
-  auto a = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(obj);
+  const auto raw = py::array::ensure(obj);
+  const char k = raw ? raw.dtype().kind() : '?';
+  if (!raw || (k != 'f' && k != 'i' && k != 'u'))
+    throw py::type_error(std::string(name) + " must be an array of n + 1 real numbers (the distortion at 0..n)");
+  auto a = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(raw);
   if (!a || a.ndim() != 1 || a.shape(0) != n + 1)
     throw py::value_error(std::string(name) + " must be a 1-D float64 array of n + 1 = " + std::to_string(n + 1) +
                           " values (the distortion at 0..n)");

@@ -140,13 +140,18 @@ inline double subproblem_value(Decomposition d, double l1, double l2, const Trac
   return -(l1 * f[0] + l2 * f[1]);
 }
 
-// B(i): the T nearest weights to lambda_i (|i - j|, ties to the smaller j), row-major (N + 1) x T.
+// B(i): the T nearest weights to lambda_i (|i - j|, ties to the smaller j), row-major (N + 1) x T: the
+// reference's sort, generated outward from i (i, i - 1, i + 1, i - 2, ...) in O(T) per row.
 std::vector<int64_t> neighbourhoods(int64_t N, int64_t T) {
-  std::vector<int64_t> B((N + 1) * T), order(N + 1);
+  std::vector<int64_t> B((N + 1) * T);
   for (int64_t i = 0; i <= N; ++i) {
-    for (int64_t j = 0; j <= N; ++j) order[j] = j;
-    std::stable_sort(order.begin(), order.end(), [i](int64_t a, int64_t b) { return std::llabs(i - a) < std::llabs(i - b); });
-    std::copy(order.begin(), order.begin() + T, B.begin() + i * T);
+    int64_t* row = &B[i * T];
+    int64_t m = 0;
+    row[m++] = i;
+    for (int64_t d = 1; m < T; ++d) {
+      if (i - d >= 0) row[m++] = i - d;
+      if (m < T && i + d <= N) row[m++] = i + d;
+    }
   }
   return B;
 }
@@ -277,7 +282,8 @@ Status run_self_adjusting(const RunSpec& s, RunOutput* out) {
 }  // namespace
 
 Status run(const RunSpec& s, RunOutput* out) {
-  if (s.n < 1) return Status::value_error("n must be >= 1, got " + std::to_string(s.n));
+  if (s.n < 1 || s.n > kMaxBits)
+    return Status::value_error("n must lie in [1, " + std::to_string(kMaxBits) + "], got " + std::to_string(s.n));
   if (s.budget < 1) return Status::value_error("budget must be >= 1 evaluation, got " + std::to_string(s.budget));
   if (!s.h1 || !s.h2) return Status::value_error("the distortion tables h1 and h2 are missing");
   for (const double* h : {s.h1, s.h2})
@@ -288,8 +294,15 @@ Status run(const RunSpec& s, RunOutput* out) {
                                    std::to_string(v));
   if (s.algorithm == Algorithm::kMoead) {
     if (s.n_weights < 1) return Status::value_error("n_weights must be >= 1, got " + std::to_string(s.n_weights));
+    if (s.n_weights > kMaxCells)
+      return Status::value_error("n_weights must be <= " + std::to_string(kMaxCells) + ", got " +
+                                 std::to_string(s.n_weights));
     if (s.n_neighbors < 1 || s.n_neighbors > s.n_weights + 1)
       return Status::value_error("n_neighbors must lie in [1, n_weights + 1], got " + std::to_string(s.n_neighbors));
+    const int64_t cells = std::max(s.n_neighbors, (s.n + 63) / 64) * (s.n_weights + 1);
+    if (cells / (s.n_weights + 1) != std::max(s.n_neighbors, (s.n + 63) / 64) || cells > kMaxCells)
+      return Status::value_error("(n_weights + 1) * max(n_neighbors, n / 64) must be <= " +
+                                 std::to_string(kMaxCells) + " (the neighbourhoods and the population)");
     return run_moead(s, out);
   }
   return run_self_adjusting(s, out);

@@ -12,6 +12,11 @@
 
 namespace fastnips::evo {
 
+// Limits checked by run(): the string length, and the entries of the neighbourhood table and of the population
+// words of classic MOEA/D ((N + 1) * T and (N + 1) * ceil(n / 64), 1 GiB each at the most).
+constexpr int64_t kMaxBits = int64_t(1) << 20;
+constexpr int64_t kMaxCells = int64_t(1) << 27;
+
 enum class Kind { kLotz, kOneMinMax };
 enum class Algorithm { kMoead, kSelfAdjusting };
 enum class Decomposition { kTchebycheff, kWeightedSum };

@@ -15,7 +15,7 @@ DISTORTIONS = [("id", "id"), ("square", "id"), ("exp2", "id"), ("exp3", "exp3")]
 
 ALGORITHMS = [SelfAdjustingMOEAD(), SelfAdjustingMOEAD(archive=True), MOEAD(), MOEAD(archive=True),
               MOEAD("weighted_sum", archive=True), MOEAD(n_weights=4, n_neighbors=2),
-              MOEAD(n_weights=9, n_neighbors=10, archive=True)]
+              MOEAD(n_weights=9, n_neighbors=10, archive=True), MOEAD(n_weights=30, n_neighbors=7)]
 
 
 def test_xoshiro_reference_values():
@@ -108,6 +108,7 @@ def test_coverage_curve_and_budget_cut(backend):
     ({"problem": "lotz"}, TypeError, "problem must be"),
     ({"algorithm": "moead"}, TypeError, "algorithm must be"),
     ({"algorithm": MOEAD(n_weights=3, n_neighbors=5)}, ValueError, "n_neighbors = 5 exceeds"),
+    ({"algorithm": MOEAD(n_weights=2**27)}, ValueError, r"exceeds 134,217,728"),
     ({"backend": "cuda"}, ValueError, "has no 'cuda' backend"),
     ({"backend": "fast"}, ValueError, "unknown backend"),
     ({"stop_on_full": 1}, TypeError, "stop_on_full must be a bool"),
@@ -145,3 +146,14 @@ def test_native_binding_refuses_bad_tables():
         C.evo_run(*args[:9], 0, 0, True)
     with pytest.raises(ValueError, match="problem must be 'lotz' or 'oneminmax'"):
         C.evo_run("zdt1", *args[1:])
+    with pytest.raises(TypeError, match="h1 must be an array of n \\+ 1 real numbers"):
+        C.evo_run(*args[:2], good.astype(complex), *args[3:])
+    with pytest.raises(TypeError, match="h2 must be an array of n \\+ 1 real numbers"):
+        C.evo_run(*args[:3], None, *args[4:])
+    moead = ("lotz", 4, good, good, "moead", "tchebycheff")
+    with pytest.raises(ValueError, match="n_weights must be <= 134217728"):
+        C.evo_run(*moead, 2**40, 3, False, 10, 0, True)
+    with pytest.raises(ValueError, match="must be <= 134217728"):
+        C.evo_run(*moead, 2**20, 2**10, False, 10, 0, True)
+    with pytest.raises(ValueError, match=r"n must lie in \[1, 1048576\]"):
+        C.evo_run("lotz", 2**21, np.arange(2.0**21 + 1), np.arange(2.0**21 + 1), *args[4:])

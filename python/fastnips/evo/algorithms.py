@@ -9,6 +9,7 @@ import numpy as np
 __all__ = ["MOEAD", "RunResult", "SelfAdjustingMOEAD"]
 
 DECOMPOSITIONS = ("tchebycheff", "weighted_sum")
+MAX_CELLS = 1 << 27  # (N + 1) * max(T, ceil(n / 64)): the neighbourhood table and the population words
 
 
 @dataclass(frozen=True)
@@ -56,11 +57,14 @@ class MOEAD:
             raise TypeError(f"archive must be a bool, got {type(self.archive).__name__}")
 
     def sizes(self, n: int) -> tuple[int, int]:
-        """(N, T) for strings of length n; a ValueError when T > N+1."""
+        """(N, T) for strings of length n; a ValueError when T > N+1 or the tables would pass 2^27 entries."""
         N = n if self.n_weights is None else int(self.n_weights)
         T = min(20, N + 1) if self.n_neighbors is None else int(self.n_neighbors)
         if T > N + 1:
             raise ValueError(f"n_neighbors = {T} exceeds the number of subproblems N+1 = {N + 1}")
+        if (N + 1) * max(T, -(-n // 64)) > MAX_CELLS:
+            raise ValueError(f"(n_weights + 1) * max(n_neighbors, n / 64) = {(N + 1) * max(T, -(-n // 64)):,} exceeds "
+                             f"{MAX_CELLS:,} (the neighbourhood table and the population)")
         return N, T
 
 
