@@ -84,16 +84,18 @@ class SelfAdjustingMOEAD:
       d2(p) < d2(p_b));
     * two *boundary* subproblems lambda = (1, 0) and (0, 1) that push the extremes (ties accepted).
 
-    Because each weight is set from the endpoints it separates, every acceptance test g(y) <= g(x) reduces to
-    an order comparison of objective values: the population is the non-dominated set F (a point or gap
-    subproblem accepts y exactly when y is non-dominated by F) plus the two boundary solutions. The loop
-    decides those comparisons on the raw values (exact; the same decisions, with no rounding of
-    z* - f for distortions like 2^v, where doubles cannot separate 2^100 - 2^3 from 2^100 - 2^4), so a run is
-    *invariant under every monotone distortion*, which is the point: the decomposition adapts to the
-    instance. Each step draws one of the 2|F| + 1 subproblems uniformly; its solution is the parent (a gap
+    Because each weight is set from the points it separates, every acceptance reduces to an order comparison of
+    objective values: a point subproblem takes y on a tie or better (g(y) <= 1: y weakly dominates p), a gap
+    subproblem on a strict improvement (g(y) < 1: y strictly inside the box of p_a, p_b), a boundary subproblem
+    when y passes the extreme of F; together they take exactly the y that no member of F dominates (checked in
+    exact arithmetic by tests/evo/test_rule.py). So the population is the non-dominated set F, plus the two
+    boundary solutions (ties accepted) that serve as parents. The loop decides those comparisons on the raw
+    values (the same decisions, without rounding z* - f: in doubles 2^100 - 2^3 and 2^100 - 2^4 are equal),
+    so a run is *invariant under every monotone distortion*, which is the point: the decomposition adapts to
+    the instance. Each step draws one of the 2|F| + 1 subproblems uniformly; its solution is the parent (a gap
     takes one of its two endpoints at random); standard bit mutation; the offspring is offered to all
-    subproblems. A gap whose endpoints are adjacent on the front stays (a black-box algorithm cannot know
-    that the gap is empty); it costs at most a factor 2.
+    subproblems. A gap whose endpoints are adjacent on the front stays (a black-box algorithm cannot know that
+    the gap is empty); it costs at most a factor 2.
 
     Parameters
     ----------
