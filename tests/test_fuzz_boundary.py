@@ -81,6 +81,8 @@ def valid_calls() -> dict:
         "prune_unpack_nm": lambda: ([values, idx, 8, 2, 4], {}),
         "prune_pack_bitmask": lambda: ([nm.copy()], {}),
         "prune_unpack_bitmask": lambda: ([*packed, 8], {}),
+        "evo_run": lambda: (["lotz", 6, np.arange(7.0), np.arange(7.0), "moead", "tchebycheff", 6, 3, True, 5000,
+                             0, True], {}),
     }
 
 

@@ -86,6 +86,12 @@ CASES = {
         "r = C.htc_identify_many([(3, [(0, 1), (1, 2)], [(0, 2)])])\n"
         "assert r[0]['solved'].tolist() == [True, True, True], r",
     ),
+    "evo run": (
+        "from fastnips.evo import MOEAD, SelfAdjustingMOEAD, lotz, run",
+        "run(lotz(64, 'exp2'), MOEAD(), 10**12, 0, stop_on_full=False, backend='cpp')",
+        "r = run(lotz(8), SelfAdjustingMOEAD(), 10**6, 0, backend='cpp')\n"
+        "assert r.population_coverage == 9, r",
+    ),
 }
 
 

@@ -145,6 +145,12 @@ def _datascale(seed, n):
     return demo_datascale(seed)
 
 
+def _moead(seed, n):
+    from .evo._demo import demo_moead
+
+    return demo_moead(seed)
+
+
 CAPABILITIES = (
     Capability("spmm", "sparse x dense product Y = A @ X on every backend present, checked against scipy",
                "SpMM on a skewed random graph, every backend", (), _spmm),
@@ -179,6 +185,8 @@ CAPABILITIES = (
                "fault diagnosis on simulated incidents", ("sklearn",), _diagnosis),
     Capability("datascale", "best data recipe vs ablation runs: exponent vs 2/d; sklearn testbed predicts more runs",
                "power law of recipe search, synthetic and scikit-learn", (), _datascale),
+    Capability("moead", "MOEA/D on LOTZ under 2^v: self-adjusting vs classic fixed weights, Pareto points covered",
+               "self-adjusting and classic MOEA/D on distorted LOTZ", (), _moead),
 )
 NAMES = tuple(c.name for c in CAPABILITIES)
 
