@@ -34,6 +34,7 @@ SCRIPTS = {  # script: its marks
     "vae_collapse.py": [],
     "pc_digits.py": [],
     "optim_minimax.py": [],
+    "teacher_budget.py": [],
     "evo_moead.py": [],
     "datacuration_powerlaw.py": [],
     "diagnosis_fleet.py": [],

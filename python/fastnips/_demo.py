@@ -151,6 +151,12 @@ def _moead(seed, n):
     return demo_moead(seed)
 
 
+def _teacher(seed, n):
+    from .rl.teacher._demo import demo_teacher
+
+    return demo_teacher(seed)
+
+
 CAPABILITIES = (
     Capability("spmm", "sparse x dense product Y = A @ X on every backend present, checked against scipy",
                "SpMM on a skewed random graph, every backend", (), _spmm),
@@ -187,6 +193,8 @@ CAPABILITIES = (
                "power law of recipe search, synthetic and scikit-learn", (), _datascale),
     Capability("moead", "MOEA/D on LOTZ under 2^v: self-adjusting vs classic fixed weights, Pareto points covered",
                "self-adjusting and classic MOEA/D on distorted LOTZ", (), _moead),
+    Capability("teacher", "teacher budget for agent SFT: BC vs short continuations vs filtered, 96 calls on a lock",
+               "BC and constructions (i)-(iii) at one teacher budget", (), _teacher),
 )
 NAMES = tuple(c.name for c in CAPABILITIES)
 

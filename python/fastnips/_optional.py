@@ -24,6 +24,8 @@ _INSTALL_HINT = {
     "networkx": "pip install networkx (fastnips[graph])",
     "sklearn": "pip install scikit-learn (fastnips[data])",
     "matplotlib": "pip install matplotlib (fastnips[plot])",
+    "datasets": "pip install datasets (fastnips[teacher]): SFT rows as a datasets.Dataset for trl",
+    "textworld": "pip install textworld (its wheel ships Inform 7; games are generated offline)",
     "sksparse.cholmod": "pip install scikit-sparse (needs SuiteSparse: apt install libsuitesparse-dev)",
 }
 
