@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _backend
+from .functions import SetFunction
 from .reference import REFERENCE_CERTIFY_MAX_N, certify_reference, set_table
 
 __all__ = ["CERTIFY_BACKENDS", "CERTIFY_MAX_N", "Certificate", "certify"]
@@ -92,8 +93,8 @@ def _table(fn_or_table) -> np.ndarray:
     return t
 
 
-def certify(fn, *, alpha: float | None = None, tol: float | None = None, backend: str = "auto",
-            n_threads: int = 0) -> Certificate:
+def certify(fn: SetFunction | np.ndarray, *, alpha: float | None = None, tol: float | None = None,
+            backend: str = "auto", n_threads: int = 0) -> Certificate:
     r"""Exhaustive certificate: is :math:`f` monotone and (:math:`\alpha`-)submodular on all :math:`2^n` subsets?
 
     With :math:`d_a(S) = f(S + a) - f(S)` it checks, for every element :math:`a` and all

@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _backend
-from .functions import FacilityLocation, FeatureBased, PairwiseSubmodular
+from .functions import FacilityLocation, FeatureBased, PairwiseSubmodular, SetFunction
 from .reference import greedy_reference
 
 __all__ = ["GREEDY_BACKENDS", "GreedyResult", "greedy"]
@@ -76,8 +77,8 @@ def _native(fn, k, costs, budget, lazy: bool, n_threads: int):
     return C.submodular_greedy_facility(fn.similarity, kk, **tail)
 
 
-def greedy(fn, k: int | None = None, *, costs=None, budget: float | None = None, lazy: bool | None = None,
-           backend: str = "auto", n_threads: int = 0) -> GreedyResult:
+def greedy(fn: SetFunction, k: int | None = None, *, costs: ArrayLike | None = None, budget: float | None = None,
+           lazy: bool | None = None, backend: str = "auto", n_threads: int = 0) -> GreedyResult:
     r"""Greedy maximisation of a monotone (:math:`\alpha`-)submodular function under a cardinality and/or
     knapsack budget.
 

@@ -10,10 +10,23 @@ are all checked against them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = ["FacilityLocation", "FeatureBased", "PairwiseSubmodular", "alpha_for_rho", "rho_for_alpha"]
+
+
+class SetFunction(Protocol):  # the type of the `fn` arguments (not exported)
+    """What greedy and the certificate need of a set function: the ground-set size ``n``, the guaranteed
+    ``alpha`` (1: submodular) and ``values(masks)``, :math:`f(S) - f(\\emptyset)` per boolean row."""
+
+    n: int
+    alpha: float
+
+    def values(self, masks: ArrayLike) -> np.ndarray:
+        """:math:`f(S) - f(\\emptyset)` for each boolean row of ``masks`` (shape ``(B, n)``)."""
 
 CONCAVE = {"sqrt": np.sqrt, "log": np.log1p, "sigmoid": lambda x: x / (1.0 + x)}  # apricot's names
 
@@ -86,7 +99,7 @@ def _array(x, name: str, ndim: int, *, nonneg: bool = True) -> np.ndarray:
     return a
 
 
-def masks_of(masks, n: int) -> np.ndarray:
+def masks_of(masks: ArrayLike, n: int) -> np.ndarray:
     """``masks`` as a boolean ``(B, n)`` array (a single 1-D mask becomes one row)."""
     m = np.asarray(masks)
     if m.ndim == 1:
@@ -203,6 +216,7 @@ class PairwiseSubmodular:
 
     @property
     def n(self) -> int:
+        """The size of the ground set."""
         return self.m.shape[0]
 
     @classmethod
@@ -249,7 +263,7 @@ class PairwiseSubmodular:
             h = np.log1p(h @ W.T + b)
         return h @ self.v
 
-    def values(self, masks) -> np.ndarray:
+    def values(self, masks: ArrayLike) -> np.ndarray:
         """:math:`f(S) - f(\\emptyset)` for each boolean row of ``masks`` (shape ``(B, n)``)."""
         masks = masks_of(masks, self.n)
         return self._top(self._g(masks)) - self._top(np.zeros((1, self.m.shape[1])))[0]
@@ -295,9 +309,10 @@ class FeatureBased:
 
     @property
     def n(self) -> int:
+        """The size of the ground set."""
         return self.X.shape[0]
 
-    def values(self, masks) -> np.ndarray:
+    def values(self, masks: ArrayLike) -> np.ndarray:
         """:math:`f(S)` for each boolean row of ``masks``."""
         masks = masks_of(masks, self.n)
         return CONCAVE[self.concave](masks.astype(np.float64) @ self.X) @ self.weights
@@ -329,9 +344,10 @@ class FacilityLocation:
 
     @property
     def n(self) -> int:
+        """The size of the ground set."""
         return self.similarity.shape[0]
 
-    def values(self, masks) -> np.ndarray:
+    def values(self, masks: ArrayLike) -> np.ndarray:
         """:math:`f(S)` for each boolean row of ``masks``."""
         masks = masks_of(masks, self.n)
         return np.array([np.maximum(self.similarity[row].max(axis=0, initial=0.0), 0).sum() for row in masks])

@@ -14,6 +14,9 @@ from __future__ import annotations
 import heapq
 
 import numpy as np
+from numpy.typing import ArrayLike
+
+from .functions import SetFunction
 
 __all__ = ["all_masks", "brute_force_max", "certify_reference", "greedy_reference", "set_table"]
 
@@ -26,7 +29,7 @@ def all_masks(n: int, start: int = 0, stop: int | None = None) -> np.ndarray:
     return ((idx[:, None] >> np.arange(n)) & 1).astype(bool)
 
 
-def set_table(fn, chunk: int = 1 << 14) -> np.ndarray:
+def set_table(fn: SetFunction, chunk: int = 1 << 14) -> np.ndarray:
     """``table[mask] = fn.values(subset of mask)`` for all ``2^n`` masks (float64)."""
     n = fn.n
     out = np.empty(1 << n)
@@ -40,8 +43,8 @@ def _fits(a: int, taken: np.ndarray, costs, left: float) -> bool:
     return not taken[a] and (costs is None or costs[a] <= left)
 
 
-def greedy_reference(fn, k: int | None = None, *, costs=None, budget: float | None = None,
-                     lazy: bool = False) -> tuple[list[int], list[float], bool]:
+def greedy_reference(fn: SetFunction, k: int | None = None, *, costs: ArrayLike | None = None,
+                     budget: float | None = None, lazy: bool = False) -> tuple[list[int], list[float], bool]:
     """Greedy on ``fn`` (an object with ``n`` and ``values``); returns (selected, gains, singleton).
 
     Each step takes the candidate of the largest key (gain, or gain / cost with ``costs``), ties to the

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 
 from .network import PairwiseSubmodularNet
 
@@ -35,8 +36,8 @@ def _loop(net, loss_fn, epochs: int, lr: float, seed: int) -> list[float]:
     return history
 
 
-def fit_values(net: PairwiseSubmodularNet, x, masks, y, *, epochs: int = 300, lr: float = 0.02,
-               seed: int = 0) -> list[float]:
+def fit_values(net: PairwiseSubmodularNet, x: ArrayLike, masks: ArrayLike, y: ArrayLike, *, epochs: int = 300,
+               lr: float = 0.02, seed: int = 0) -> list[float]:
     r"""Fit :math:`f(S_i) \approx y_i` by the mean squared error.
 
     Parameters
@@ -73,8 +74,8 @@ def fit_values(net: PairwiseSubmodularNet, x, masks, y, *, epochs: int = 300, lr
     return _loop(net, lambda: torch.mean((net(x, masks) - y) ** 2), epochs, lr, seed)
 
 
-def fit_preferences(net: PairwiseSubmodularNet, x, better, worse, *, epochs: int = 300, lr: float = 0.02,
-                    seed: int = 0) -> list[float]:
+def fit_preferences(net: PairwiseSubmodularNet, x: ArrayLike, better: ArrayLike, worse: ArrayLike, *,
+                    epochs: int = 300, lr: float = 0.02, seed: int = 0) -> list[float]:
     r"""Fit from preferences "set :math:`A_i` is better than :math:`B_i`" by the Bradley-Terry likelihood,
     minimising :math:`\frac1N \sum_i \log(1 + e^{-(f(A_i) - f(B_i))})`.
 
