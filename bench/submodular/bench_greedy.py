@@ -25,9 +25,9 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _data import digits_embedding, nonneg_features, rbf_similarity  # noqa: E402
+from _data import digits_embedding, nonneg_features, rbf_similarity
 
-from fastnips.submodular import FacilityLocation, FeatureBased, greedy  # noqa: E402
+from fastnips.submodular import FacilityLocation, FeatureBased, greedy
 
 # scipy deprecations raised inside submodlib's constructor (peer code; nothing to act on here)
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

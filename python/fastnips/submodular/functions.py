@@ -14,6 +14,7 @@ from typing import Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy.special import expit
 
 __all__ = ["FacilityLocation", "FeatureBased", "PairwiseSubmodular", "alpha_for_rho", "rho_for_alpha"]
 
@@ -238,7 +239,7 @@ class PairwiseSubmodular:
     def interactions(self, channel: int) -> np.ndarray:
         """The dense ``(n, n)`` matrix :math:`w_{c\\cdot\\cdot}` of one channel (zero diagonal)."""
         u, mc = self.U[channel], self.m[:, channel]
-        w = self.rho * self.kappa[channel] * np.outer(mc, mc) / (1.0 + np.exp(-(u @ u.T)))
+        w = self.rho * self.kappa[channel] * np.outer(mc, mc) * expit(u @ u.T)
         np.fill_diagonal(w, 0.0)
         return w
 
@@ -253,7 +254,7 @@ class PairwiseSubmodular:
             idx = np.flatnonzero(row)
             for c in range(self.m.shape[1]):
                 u, mc = self.U[c, idx], self.m[idx, c]
-                w = self.rho * self.kappa[c] * np.outer(mc, mc) / (1.0 + np.exp(-(u @ u.T)))
+                w = self.rho * self.kappa[c] * np.outer(mc, mc) * expit(u @ u.T)
                 g[i, c] += 0.5 * (w.sum() - np.trace(w))
         return g
 
