@@ -102,5 +102,7 @@ def test_training_refuses_bad_input():
         fit_preferences(net, x, np.ones((3, 4), bool), np.ones((2, 4), bool))
     with pytest.raises(ValueError, match="epochs"):
         fit_values(net, x, np.ones((3, 4), bool), np.ones(3), epochs=0)
+    with pytest.raises(ValueError, match="x must be a finite"):
+        fit_values(net, x * np.nan, np.ones((3, 4), bool), np.ones(3))
     with pytest.raises(ValueError, match="hidden"):
         PairwiseSubmodularNet(2, hidden=(3,), alpha=0.5)

@@ -19,6 +19,14 @@ def _as_masks(masks, n: int, name: str) -> torch.Tensor:
     return t.bool()
 
 
+def _features(x: ArrayLike) -> torch.Tensor:
+    t = torch.as_tensor(np.asarray(x) if not isinstance(x, torch.Tensor) else x, dtype=torch.get_default_dtype())
+    if t.ndim != 2 or not torch.isfinite(t).all():
+        raise ValueError(f"x must be a finite (n, in_features) array of item features, got shape {tuple(t.shape)}"
+                         + ("" if t.ndim != 2 else " with NaN or inf"))
+    return t
+
+
 def _loop(net, loss_fn, epochs: int, lr: float, seed: int) -> list[float]:
     if not isinstance(epochs, int) or epochs < 1:
         raise ValueError(f"epochs must be a positive integer, got {epochs!r}")
@@ -66,7 +74,7 @@ def fit_values(net: PairwiseSubmodularNet, x: ArrayLike, masks: ArrayLike, y: Ar
     >>> hist[-1] < hist[0]
     True
     """
-    x = torch.as_tensor(x, dtype=torch.get_default_dtype())
+    x = _features(x)
     masks = _as_masks(masks, x.shape[0], "masks")
     y = torch.as_tensor(np.asarray(y, dtype=np.float64), dtype=x.dtype)
     if y.shape != (masks.shape[0],) or not torch.isfinite(y).all():
@@ -100,7 +108,7 @@ def fit_preferences(net: PairwiseSubmodularNet, x: ArrayLike, better: ArrayLike,
     >>> hist[-1] < hist[0]
     True
     """
-    x = torch.as_tensor(x, dtype=torch.get_default_dtype())
+    x = _features(x)
     better = _as_masks(better, x.shape[0], "better")
     worse = _as_masks(worse, x.shape[0], "worse")
     if better.shape != worse.shape:
