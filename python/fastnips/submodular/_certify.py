@@ -104,8 +104,8 @@ def certify(fn: SetFunction | np.ndarray, *, alpha: float | None = None, tol: fl
 
     the second through the subset minimum :math:`\min_{S \subseteq T} d_a(S)`, a sum-over-subsets transform
     with min for sum: :math:`O(2^n n^2)` operations instead of :math:`O(3^n n)`. For :math:`\alpha = 1` this is
-    submodularity itself. The cpp backend runs the elements in parallel (n = 20 takes about a second on one
-    core); the reference enumerates every pair (n <= 12).
+    submodularity itself. The cpp backend runs the elements in parallel (OpenMP); the reference enumerates every
+    pair (n <= 12).
 
     Parameters
     ----------

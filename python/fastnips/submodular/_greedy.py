@@ -89,7 +89,8 @@ def greedy(fn: SetFunction, k: int | None = None, *, costs: ArrayLike | None = N
     element keeps :math:`\tfrac12(1 - 1/e)` (Leskovec et al. 2007).
 
     The lazy greedy (Minoux 1978) keeps the stale gains in a max-heap and re-evaluates only the top; on a
-    submodular function it makes exactly the naive choices. On the pairwise network the cpp backend keeps
+    submodular function it makes exactly the naive choices (up to the order of gains equal to rounding, once
+    a saturated function's gains fall to the last bits of float64). On the pairwise network the cpp backend keeps
     per-candidate channel increments and folds in only the elements selected since the candidate was last
     evaluated (incremental pairwise gains).
 
