@@ -23,6 +23,7 @@ void bind_graph(py::module_& m);
 void bind_diffusion(py::module_& m);
 void bind_prune(py::module_& m);
 void bind_evo(py::module_& m);
+void bind_submodular(py::module_& m);
 
 namespace {
 
@@ -77,5 +78,6 @@ PYBIND11_MODULE(_C, m) {
   fastnips::bind_diffusion(m);
   fastnips::bind_prune(m);
   fastnips::bind_evo(m);
+  fastnips::bind_submodular(m);
   fastnips::bind_cuda_probes(m);
 }
