@@ -12,7 +12,7 @@
 
 // The version of the _C API (names, arguments, results). Python refuses a build whose __api__ differs
 // from the one it was written for (a stale extension left by an older build); raise it on every change.
-#define FASTNIPS_NATIVE_API 3
+#define FASTNIPS_NATIVE_API 4
 
 namespace fastnips {
 
@@ -22,6 +22,7 @@ void bind_causal(py::module_& m);
 void bind_graph(py::module_& m);
 void bind_diffusion(py::module_& m);
 void bind_prune(py::module_& m);
+void bind_functional(py::module_& m);
 
 namespace {
 
@@ -75,5 +76,6 @@ PYBIND11_MODULE(_C, m) {
   fastnips::bind_graph(m);
   fastnips::bind_diffusion(m);
   fastnips::bind_prune(m);
+  fastnips::bind_functional(m);
   fastnips::bind_cuda_probes(m);
 }
