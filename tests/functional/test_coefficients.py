@@ -3,6 +3,8 @@ regular grid, the error's fall with the samples per curve, the input forms, and 
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -125,13 +127,15 @@ def test_gp_curve_error_falls_towards_the_truncation_floor(backend):
         curves, Z = gaussian_process_curves(300, samples=(m, m), noise=0.1, seed=11)
         fit = curve_coefficients(curves, basis, smoothing=1e-7, backend=backend) @ basis.evaluate(grid).T
         errs.append(float(np.sqrt(np.mean((fit - Z @ kl_basis(grid, Z.shape[1]).T) ** 2))))
-    assert all(b < 0.85 * a for a, b in zip(errs, errs[1:])), errs
+    assert all(b < 0.85 * a for a, b in itertools.pairwise(errs)), errs
 
 
 BAD = [
     ("empty", lambda t, x: (t[:0], x[:0]), "curve 1 is empty"),
-    ("unsorted", lambda t, x: (t[[0, 2, 1, *range(3, len(t))]], x), "curve 1: times must be strictly increasing, got unsorted"),
-    ("duplicate", lambda t, x: (np.r_[t[:3], t[2], t[4:]], x), "curve 1: times must be strictly increasing, got duplicate"),
+    ("unsorted", lambda t, x: (t[[0, 2, 1, *range(3, len(t))]], x),
+     "curve 1: times must be strictly increasing, got unsorted"),
+    ("duplicate", lambda t, x: (np.r_[t[:3], t[2], t[4:]], x),
+     "curve 1: times must be strictly increasing, got duplicate"),
     ("nan value", lambda t, x: (t, np.r_[x[:4], np.nan, x[5:]]), "curve 1: values must be finite, got nan at sample 4"),
     ("inf time", lambda t, x: (np.r_[t[:-1], np.inf], x), "curve 1: times must be finite"),
     ("outside", lambda t, x: (t + 0.5, x), "curve 1: time .* lies outside the basis domain"),
@@ -140,7 +144,7 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize("name,make,match", BAD, ids=[b[0] for b in BAD])
+@pytest.mark.parametrize(("name", "make", "match"), BAD, ids=[b[0] for b in BAD])
 def test_bad_curves_are_refused_by_index(backend, name, make, match):
     t = np.linspace(0, 1, 30)
     curves = [(t, np.sin(t)), make(t, np.cos(t)), (t, t)]
@@ -155,7 +159,7 @@ def test_a_penalty_rescues_short_curves(backend):
     assert np.all(np.isfinite(c))
 
 
-@pytest.mark.parametrize("kwargs,err,match", [
+@pytest.mark.parametrize(("kwargs", "err", "match"), [
     ({"smoothing": -1.0}, ValueError, "smoothing must be a finite number >= 0"),
     ({"smoothing": float("nan")}, ValueError, "smoothing"),
     ({"derivative": 1.5}, ValueError, "derivative must be an integer"),
@@ -186,3 +190,18 @@ def test_bad_bases_and_forms():
         as_packed(PackedCurves(np.array([0, 5, 3, 30]), t, t))
     with pytest.raises(ValueError, match="t and x must be 1-D of length offsets\\[-1\\]"):
         as_packed((np.array([0, 40]), t, t))
+
+
+def test_equals_skfda_irregular_to_basis(backend, irregular):
+    """scikit-fda's FDataIrregular.to_basis solves the same per-curve penalised problem: equal to 1e-8."""
+    pytest.importorskip("skfda", reason="scikit-fda is the peer whose to_basis we must equal")
+    from skfda.misc.operators import LinearDifferentialOperator
+    from skfda.misc.regularization import L2Regularization
+    from skfda.representation.basis import BSplineBasis as SkB
+    from skfda.representation.irregular import FDataIrregular
+
+    irr = FDataIrregular(start_indices=irregular.offsets[:-1], points=irregular.t, values=irregular.x)
+    want = irr.to_basis(SkB((0.0, 1.0), n_basis=12), smoothing_parameter=1e-4,
+                        regularization=L2Regularization(LinearDifferentialOperator(2))).coefficients
+    got = curve_coefficients(irregular, BSplineBasis(12, (0.0, 1.0)), smoothing=1e-4, backend=backend)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-8)

@@ -60,7 +60,7 @@ def test_subsampled_fit_is_seeded(sparse_process):
 
 def test_refusals(sparse_process):
     curves, _ = sparse_process
-    with pytest.raises(ValueError, match="n_components must be an integer in \\[1, basis.n_basis = 8\\]"):
+    with pytest.raises(ValueError, match=r"n_components must be an integer in \[1, basis.n_basis = 8\]"):
         FPCA(9, BSplineBasis(8, (0.0, 1.0)))
     with pytest.raises(ValueError, match="at least 2 curves"):
         FPCA(1, BSplineBasis(8, (0.0, 1.0))).fit(curves[:1])

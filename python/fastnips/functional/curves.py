@@ -142,7 +142,8 @@ def check_structure(curves: PackedCurves) -> None:
         raise ValueError(f"offsets must be non-decreasing; they decrease at curve {bad[0]}")
 
 
-def check_curves(curves: PackedCurves, domain_range: tuple[float, float] | None = None, *, first_index: int = 0) -> None:
+def check_curves(curves: PackedCurves, domain_range: tuple[float, float] | None = None, *,
+                 first_index: int = 0) -> None:
     """Raise ``ValueError`` naming the first offending curve unless every curve is non-empty, its times finite,
     strictly increasing (sorted, no duplicates) and inside ``domain_range`` (when given), and its values finite.
 
