@@ -23,7 +23,7 @@ import numpy as np
 
 from .. import _backend
 from .basis import BSplineBasis, FourierBasis
-from .curves import PackedCurves, as_packed, check_curves, check_structure
+from .curves import CurvesLike, PackedCurves, as_packed, check_curves, check_structure
 from .reference import coefficients_reference, singular_message, too_few_message
 
 __all__ = ["FUNCTIONAL_BACKENDS", "curve_coefficients"]
@@ -54,8 +54,8 @@ def penalty_for(basis, smoothing: float, derivative: int) -> np.ndarray | None:
     return None if smoothing == 0 else float(smoothing) * basis.penalty_matrix(int(derivative))
 
 
-def curve_coefficients(curves, basis: BSplineBasis | FourierBasis, *, smoothing: float = 0.0, derivative: int = 2,
-                       backend: str = "auto", n_threads: int = 0) -> np.ndarray:
+def curve_coefficients(curves: CurvesLike, basis: BSplineBasis | FourierBasis, *, smoothing: float = 0.0,
+                       derivative: int = 2, backend: str = "auto", n_threads: int = 0) -> np.ndarray:
     r"""Basis coefficients of every curve, each from its own samples (penalised least squares).
 
     .. math:: \hat c_i = (\Phi_i^\top \Phi_i + \lambda R)^{-1} \Phi_i^\top x_i, \qquad
@@ -98,8 +98,9 @@ def curve_coefficients(curves, basis: BSplineBasis | FourierBasis, *, smoothing:
     return solve_coefficients(curves, basis, P, backend=backend, n_threads=n_threads)
 
 
-def solve_coefficients(curves, basis, penalty: np.ndarray | None, *, projection: np.ndarray | None = None,
-                       mean: np.ndarray | None = None, backend: str = "auto", n_threads: int = 0) -> np.ndarray:
+def solve_coefficients(curves: CurvesLike, basis: BSplineBasis | FourierBasis, penalty: np.ndarray | None, *,
+                       projection: np.ndarray | None = None, mean: np.ndarray | None = None,
+                       backend: str = "auto", n_threads: int = 0) -> np.ndarray:
     r""":math:`(\Phi_i^\top\Phi_i + P)^{-1}\Phi_i^\top (x_i - B_i\mu)` with :math:`\Phi_i = B_i V` for every curve
     (see :func:`fastnips.functional.reference.coefficients_reference` for the arguments), on ``backend``."""
     _check_basis(basis)

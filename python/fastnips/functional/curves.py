@@ -9,11 +9,16 @@ curves are held as three flat arrays, like the rows of a CSR matrix: ``offsets``
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Sequence
+from typing import Any, NamedTuple, TypeAlias
 
 import numpy as np
 
-__all__ = ["PackedCurves", "as_packed", "check_curves", "check_structure", "pack_curves"]
+# What every entry point accepts as curves: PackedCurves, an (offsets, t, x) tuple, a sequence of (t_i, x_i)
+# pairs, or scikit-fda's FDataGrid / FDataIrregular (typed Any: scikit-fda is optional).
+CurvesLike: TypeAlias = "PackedCurves | tuple[np.ndarray, np.ndarray, np.ndarray] | Sequence[tuple[Any, Any]] | Any"
+
+__all__ = ["CurvesLike", "PackedCurves", "as_packed", "check_curves", "check_structure", "pack_curves"]
 
 
 class PackedCurves(NamedTuple):
@@ -38,13 +43,13 @@ class PackedCurves(NamedTuple):
         lo, hi = self.offsets[i], self.offsets[i + 1]
         return self.t[lo:hi], self.x[lo:hi]
 
-    def subset(self, idx) -> PackedCurves:
+    def subset(self, idx: np.ndarray | slice | Sequence[int]) -> PackedCurves:
         """The curves ``idx`` (indices or a boolean mask), packed anew."""
         idx = np.arange(self.n_curves)[idx]
         return pack_curves([self.curve(i) for i in idx], check=False)
 
 
-def pack_curves(curves, *, check: bool = True) -> PackedCurves:
+def pack_curves(curves: Sequence[tuple[Any, Any]], *, check: bool = True) -> PackedCurves:
     """Pack a list of ``(t_i, x_i)`` pairs (1-D arrays of equal length) into :class:`PackedCurves`.
 
     Parameters
@@ -105,7 +110,7 @@ def _from_skfda(obj) -> PackedCurves | None:
     return None
 
 
-def as_packed(curves, *, check: bool = True) -> PackedCurves:
+def as_packed(curves: CurvesLike, *, check: bool = True) -> PackedCurves:
     """Normalise any supported input to :class:`PackedCurves`.
 
     Accepts :class:`PackedCurves`, an ``(offsets, t, x)`` tuple of three arrays, a list of ``(t_i, x_i)`` pairs,

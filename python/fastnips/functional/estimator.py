@@ -15,7 +15,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .basis import BSplineBasis, FourierBasis
 from .coefficients import curve_coefficients
-from .curves import PackedCurves, as_packed
+from .curves import CurvesLike, PackedCurves, as_packed
 from .fpca import FPCA
 
 __all__ = ["CurveCoefficients", "FunctionalRegressor"]
@@ -23,7 +23,7 @@ __all__ = ["CurveCoefficients", "FunctionalRegressor"]
 _BASES = ("bspline", "fourier", "fpca")
 
 
-def split_predictors(X) -> list[PackedCurves]:
+def split_predictors(X: CurvesLike) -> list[PackedCurves]:
     """One :class:`PackedCurves` per functional predictor of ``X`` (see the module docstring)."""
     if type(X).__name__ in ("FDataGrid", "FDataIrregular") or isinstance(X, PackedCurves):
         return [as_packed(X)]
@@ -96,7 +96,7 @@ class CurveCoefficients(TransformerMixin, BaseEstimator):
             return FourierBasis(int(self.n_basis) | 1, domain)
         return BSplineBasis(int(self.n_basis), domain)
 
-    def fit(self, X, y: object = None) -> CurveCoefficients:
+    def fit(self, X: CurvesLike, y: object = None) -> CurveCoefficients:
         """Fix the domain and, for ``basis="fpca"``, fit one FPCA per predictor."""
         if self.basis not in _BASES:
             raise ValueError(f"basis must be one of {_BASES}, got {self.basis!r}")
@@ -107,7 +107,7 @@ class CurveCoefficients(TransformerMixin, BaseEstimator):
                       for p, b in zip(preds, self.bases_)] if self.basis == "fpca" else []
         return self
 
-    def transform(self, X) -> np.ndarray:
+    def transform(self, X: CurvesLike) -> np.ndarray:
         """The coefficients ``(n_subjects, n_predictors * K)``."""
         check_is_fitted(self, "bases_")
         preds = split_predictors(X)
@@ -182,7 +182,7 @@ class FunctionalRegressor(RegressorMixin, BaseEstimator):
         if not (self.lr > 0 and self.weight_decay >= 0):
             raise ValueError("lr must be > 0 and weight_decay >= 0")
 
-    def fit(self, X, y) -> FunctionalRegressor:
+    def fit(self, X: CurvesLike, y: np.ndarray) -> FunctionalRegressor:
         """Coefficients of the training curves, then the network (see the class docstring)."""
         from ._training import train_network
 
@@ -202,7 +202,7 @@ class FunctionalRegressor(RegressorMixin, BaseEstimator):
                                                      (y - self.y_mean_) / self.y_scale_)
         return self
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X: CurvesLike) -> np.ndarray:
         """Predicted responses ``(n_subjects,)``."""
         import torch
 

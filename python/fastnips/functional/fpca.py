@@ -31,7 +31,7 @@ import numpy as np
 
 from .basis import BSplineBasis, FourierBasis
 from .coefficients import _check_basis, penalty_for, solve_coefficients
-from .curves import PackedCurves, as_packed, check_curves
+from .curves import CurvesLike, PackedCurves, as_packed, check_curves
 
 __all__ = ["FPCA"]
 
@@ -136,7 +136,7 @@ class FPCA:
         self.max_fit_curves, self.seed, self.backend = int(max_fit_curves), seed, backend
         self._R = penalty_for(basis, smoothing, derivative)
 
-    def fit(self, curves, y: object = None) -> FPCA:
+    def fit(self, curves: CurvesLike, y: object = None) -> FPCA:
         """Estimate the mean, the covariance surface, the eigenfunctions and the noise variance."""
         packed = as_packed(curves, check=False)
         check_curves(packed, self.basis.domain_range)
@@ -172,14 +172,14 @@ class FPCA:
         if not hasattr(self, "components_coef_"):
             raise RuntimeError("this FPCA is not fitted yet: call fit(curves) first")
 
-    def transform(self, curves, n_threads: int = 0) -> np.ndarray:
+    def transform(self, curves: CurvesLike, n_threads: int = 0) -> np.ndarray:
         r"""The scores :math:`\hat\xi_i` (BLUP), shape ``(n_curves, n_components)``."""
         self._check_fitted()
         P = np.diag(self.noise_variance_ / self.explained_variance_)
         return solve_coefficients(curves, self.basis, P, projection=self.components_coef_, mean=self.mean_coef_,
                                   backend=self.backend, n_threads=n_threads)
 
-    def fit_transform(self, curves, y: object = None) -> np.ndarray:
+    def fit_transform(self, curves: CurvesLike, y: object = None) -> np.ndarray:
         """``fit(curves).transform(curves)``."""
         return self.fit(curves).transform(curves)
 
