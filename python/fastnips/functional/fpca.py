@@ -17,9 +17,12 @@ fit so that it is exact linear algebra, not kernel smoothing:
    (:math:`J^{1/2}\Gamma J^{1/2} w = \nu w`, :math:`v = J^{-1/2} w`, orthonormal in :math:`L^2`);
 4. noise :math:`\sigma^2` = the pooled mean of :math:`r_{ij}^2 - C(t_{ij}, t_{ij})` (at least
    ``1e-6`` times the mean of :math:`r_{ij}^2`);
-5. scores by the conditional expectation (BLUP) :math:`\hat\xi_i = (\Psi_i^\top\Psi_i + \sigma^2
+5. scores by the conditional expectation (BLUP) :math:`\hat\xi_i = (\Psi_i^\top\Psi_i + \tilde\sigma^2
    \Lambda^{-1})^{-1}\Psi_i^\top (x_i - \mu(t_i))`, :math:`\Psi_i = B_i V`: a per-curve penalised least squares
    with the same kernel as :func:`fastnips.functional.curve_coefficients` (so it runs on the ``cpp`` backend).
+   :math:`\tilde\sigma^2 = \sigma^2 + \sum_{l > L} \nu_l / (b - a)` counts the omitted components as white
+   noise of their average pointwise variance (a choice: with :math:`\sigma^2` alone, a truncated expansion on
+   a few samples per curve gives unstable scores when the noise estimate is near zero).
 
 The fit uses at most ``max_fit_curves`` curves (a uniform subsample drawn with ``seed``; the covariance costs
 :math:`O(m K^4)` per sample); the scores are computed for every curve.
@@ -113,6 +116,8 @@ class FPCA:
         :math:`\nu_1 \geq \dots \geq \nu_L`.
     noise_variance_ : float
         :math:`\sigma^2`.
+    score_noise_ : float
+        :math:`\tilde\sigma^2` of the scores.
 
     Examples
     --------
@@ -166,6 +171,8 @@ class FPCA:
         V *= np.where(V[np.argmax(np.abs(V), axis=0), np.arange(L)] < 0, -1.0, 1.0)
         self.components_coef_ = V
         self.noise_variance_ = _noise_variance(packed, self.basis, self.mean_coef_, self.covariance_coef_)
+        a, b = self.basis.domain_range
+        self.score_noise_ = self.noise_variance_ + float(np.sum(np.clip(nu[L:], 0, None))) / (b - a)
         return self
 
     def _check_fitted(self) -> None:
@@ -175,7 +182,7 @@ class FPCA:
     def transform(self, curves: CurvesLike, n_threads: int = 0) -> np.ndarray:
         r"""The scores :math:`\hat\xi_i` (BLUP), shape ``(n_curves, n_components)``."""
         self._check_fitted()
-        P = np.diag(self.noise_variance_ / self.explained_variance_)
+        P = np.diag(self.score_noise_ / self.explained_variance_)
         return solve_coefficients(curves, self.basis, P, projection=self.components_coef_, mean=self.mean_coef_,
                                   backend=self.backend, n_threads=n_threads)
 
