@@ -8,7 +8,6 @@ then an equal-width or a bottleneck network predicts the response. Runs in a few
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 from sklearn.model_selection import cross_val_score
 

@@ -14,11 +14,11 @@ test curves per seed; a new draw of curves, responses and network initialisation
 
 Methods: ``fastnips equal-width`` and ``fastnips bottleneck`` (d = 2): FunctionalRegressor, cubic B-splines K = 12,
 lambda = 1e-4, default training; ``fastnips FPCA equal-width``: the same network on 6 FPCA scores (pooled
-covariance on the training curves, BLUP scores); ``skfda linear``: ``skfda.ml.regression.LinearRegression`` on the FDataBasis of the
-same per-curve coefficients (which equal scikit-fda's own ``FDataIrregular.to_basis``: tests/functional); ``MLP
-grid``: each curve interpolated linearly (constant beyond its ends) to 50 regular points, standardised, then
-``sklearn.neural_network.MLPRegressor((64, 64), early_stopping=True)``. Writes results.json, table.md and
-sofr_mse.png to --out.
+covariance on the training curves, BLUP scores); ``skfda linear``: ``skfda.ml.regression.LinearRegression`` on
+the FDataBasis of the same per-curve coefficients (which equal scikit-fda's own ``FDataIrregular.to_basis``:
+tests/functional); ``MLP grid``: each curve interpolated linearly (constant beyond its ends) to 50 regular
+points, standardised, then ``sklearn.neural_network.MLPRegressor((64, 64), early_stopping=True)``. Writes
+results.json, table.md and sofr_mse.png to --out.
 """
 
 from __future__ import annotations
@@ -68,7 +68,8 @@ def mlp_grid(curves, y, seed: int, quick: bool) -> np.ndarray:
     from sklearn.preprocessing import StandardScaler
 
     G = grid_features(curves)
-    mlp = MLPRegressor(hidden_layer_sizes=(64, 64), early_stopping=True, max_iter=50 if quick else 2000, random_state=seed)
+    mlp = MLPRegressor(hidden_layer_sizes=(64, 64), early_stopping=True, max_iter=50 if quick else 2000,
+                       random_state=seed)
     model = make_pipeline(StandardScaler(), mlp).fit(G[:N_TRAIN], y[:N_TRAIN])
     return model.predict(G[N_TRAIN:])
 
