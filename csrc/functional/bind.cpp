@@ -38,6 +38,8 @@ ff::BasisSpec basis_spec(int kind, const py::array& params, int64_t order, int64
     for (py::ssize_t i = 1; i < params.shape(0); ++i)
       if (!(kn[i] >= kn[i - 1])) throw py::value_error("the knots must be finite and non-decreasing");
     if (kn[order - 1] != a || kn[K] != b) throw py::value_error("the knots must span the domain [a, b]");
+    for (int64_t i = order - 1; i < K; ++i)
+      if (!(kn[i + 1] > kn[i])) throw py::value_error("the knots between a and b must be strictly increasing");
     bs.kind = ff::kBSpline;
     bs.order = int(order);
     bs.knots = kn;

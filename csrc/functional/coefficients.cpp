@@ -28,12 +28,14 @@ struct Workspace {
 
 // Cox-de Boor (The NURBS Book, A2.2): the `order` nonzero B-splines at t, in vals[0..order); `mu` is the knot
 // interval (knots[mu] <= t < knots[mu + 1], clamped to [order - 1, K - 1]), advanced from its previous value
-// since the times of a curve increase.
-Row bspline_row(const BasisSpec& bs, double t, int& mu, Workspace& w) {
-  const int p = bs.order - 1, K = bs.n_basis;
+// since the times of a curve increase. The knot spans of the denominators do not depend on t: their inverses
+// come from `inv` (inverse_spans), so a sample costs no division.
+Row bspline_row(const BasisSpec& bs, const double* inv, double t, int& mu, Workspace& w) {
+  const int p = bs.order - 1, K = bs.n_basis, k = bs.order;
   const double* kn = bs.knots;
   if (mu < p) mu = p;
   while (mu < K - 1 && t >= kn[mu + 1]) ++mu;
+  const double* iv = inv + size_t(mu) * k * k;
   double* N = w.vals.data();
   N[0] = 1.0;
   for (int j = 1; j <= p; ++j) {
@@ -41,13 +43,25 @@ Row bspline_row(const BasisSpec& bs, double t, int& mu, Workspace& w) {
     w.right[j] = kn[mu + j] - t;
     double saved = 0.0;
     for (int r = 0; r < j; ++r) {
-      const double tmp = N[r] / (w.right[r + 1] + w.left[j - r]);
+      const double tmp = N[r] * iv[j * k + r];
       N[r] = saved + w.right[r + 1] * tmp;
       saved = w.left[j - r] * tmp;
     }
     N[j] = saved;
   }
   return {mu - p, p + 1};
+}
+
+// inv[(mu k + j) k + r] = 1 / (knots[mu + r + 1] - knots[mu + r + 1 - j]) for the intervals mu in [p, K - 1],
+// j in [1, p], r < j: the denominators right[r + 1] + left[j - r] of bspline_row (positive for clamped knots).
+std::vector<double> inverse_spans(const BasisSpec& bs) {
+  const int k = bs.order, p = k - 1, K = bs.n_basis;
+  std::vector<double> inv(size_t(K) * k * k, 0.0);
+  for (int mu = p; mu < K; ++mu)
+    for (int j = 1; j <= p; ++j)
+      for (int r = 0; r < j; ++r)
+        inv[(size_t(mu) * k + j) * k + r] = 1.0 / (bs.knots[mu + r + 1] - bs.knots[mu + r + 1 - j]);
+  return inv;
 }
 
 // 1/sqrt(T), then sin(n w t), cos(n w t) / sqrt(T/2) for n = 1..(K-1)/2 (angle-addition recurrence).
@@ -114,12 +128,12 @@ int8_t check_samples(int64_t m, const double* t, const double* x, double a, doub
 }
 
 // Accumulates the normal equations of one curve into w.A (lower triangle) and w.rhs.
-void accumulate(int64_t m, const double* t, const double* x, const BasisSpec& bs, const Projection& pr,
-                Workspace& w) {
+void accumulate(int64_t m, const double* t, const double* x, const BasisSpec& bs, const double* inv,
+                const Projection& pr, Workspace& w) {
   const int L = pr.L;
   int mu = 0;
   for (int64_t j = 0; j < m; ++j) {
-    const Row row = bs.kind == kBSpline ? bspline_row(bs, t[j], mu, w) : fourier_row(bs, t[j], w);
+    const Row row = bs.kind == kBSpline ? bspline_row(bs, inv, t[j], mu, w) : fourier_row(bs, t[j], w);
     const double* v = w.vals.data();
     double r = x[j];
     if (pr.mean)
@@ -146,15 +160,15 @@ void accumulate(int64_t m, const double* t, const double* x, const BasisSpec& bs
   }
 }
 
-int8_t solve_curve(int64_t m, const double* t, const double* x, const BasisSpec& bs, const Projection& pr,
-                   bool penalised, Workspace& w, double* c) {
+int8_t solve_curve(int64_t m, const double* t, const double* x, const BasisSpec& bs, const double* inv,
+                   const Projection& pr, bool penalised, Workspace& w, double* c) {
   const int8_t code = check_samples(m, t, x, bs.a, bs.b);
   if (code != kCurveOk) return code;
   const int L = pr.L;
   if (!penalised && m < L) return kCurveTooFew;
   std::copy(pr.penalty, pr.penalty + size_t(L) * L, w.A.begin());
   std::fill(w.rhs.begin(), w.rhs.end(), 0.0);
-  accumulate(m, t, x, bs, pr, w);
+  accumulate(m, t, x, bs, inv, pr, w);
   return cholesky_solve(L, w.A.data(), w.rhs.data(), c) ? kCurveOk : kCurveSingular;
 }
 
@@ -167,6 +181,7 @@ Status curve_coefficients(int64_t n, const int64_t* offsets, const double* t, co
   for (int64_t k = 0; k < int64_t(L) * L; ++k) penalised = penalised || proj.penalty[k] != 0.0;
   // about (m order^2 + L^3 / 3) flops per curve: below ~2^12 curves one thread does it all
   const int threads = thread_count(n_threads, n, int64_t(1) << 12);
+  const std::vector<double> inv = basis.kind == kBSpline ? inverse_spans(basis) : std::vector<double>();
   const InterruptShare share;
   std::atomic<bool> stop{false};
 #pragma omp parallel num_threads(threads) if (threads > 1)
@@ -182,7 +197,7 @@ Status curve_coefficients(int64_t n, const int64_t* offsets, const double* t, co
       }
       const int64_t lo = offsets[i], m = offsets[i + 1] - lo;
       double* c = coef + size_t(i) * L;
-      codes[i] = solve_curve(m, t + lo, x + lo, basis, proj, penalised, w, c);
+      codes[i] = solve_curve(m, t + lo, x + lo, basis, inv.data(), proj, penalised, w, c);
       if (codes[i] != kCurveOk) std::fill(c, c + L, 0.0);
     }
   }
