@@ -205,3 +205,11 @@ def test_equals_skfda_irregular_to_basis(backend, irregular):
                         regularization=L2Regularization(LinearDifferentialOperator(2))).coefficients
     got = curve_coefficients(irregular, BSplineBasis(12, (0.0, 1.0)), smoothing=1e-4, backend=backend)
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-8)
+
+
+def test_sample_problems_are_reported_before_singular_solves(backend):
+    """The reference checks every curve's samples before any solve; the cpp backend reports in the same order."""
+    t = np.linspace(0, 1, 30)
+    curves = [(t, t), (t[:5], t[:5]), (t, t), (t, np.r_[t[:-1], np.nan])]
+    with pytest.raises(ValueError, match="curve 3: values must be finite"):
+        curve_coefficients(curves, BASES["cubic"], backend=backend)

@@ -129,8 +129,10 @@ def _coefficients_cpp(packed: PackedCurves, basis, penalty, projection, mean, n_
     coef, codes = C.functional_coefficients(packed.offsets, packed.t, packed.x, kind, params, order, K,
                                             basis.domain_range[0], basis.domain_range[1], P, V, mu, n_threads)
     bad = np.flatnonzero(codes)
-    if bad.size:
-        _raise_for_curve(packed, basis, int(bad[0]), int(codes[bad[0]]), L)
+    if bad.size:  # as the reference: the samples of every curve first, then the solves
+        samples = bad[np.isin(codes[bad], _CODE_BAD_SAMPLES)]
+        i = int(samples[0] if samples.size else bad[0])
+        _raise_for_curve(packed, basis, i, int(codes[i]), L)
     return coef
 
 
