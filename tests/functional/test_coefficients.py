@@ -36,12 +36,17 @@ def test_backend_matches_reference(backend, irregular, name, smoothing):
     np.testing.assert_allclose(got, ref, rtol=0, atol=1e-10 * max(1.0, np.abs(ref).max()))
 
 
-def test_threads_do_not_change_the_result(irregular):
+def test_threads_do_not_change_the_result():
     if _backend.why_unavailable("cpp"):
         pytest.skip(f"backend 'cpp' not available: {_backend.why_unavailable('cpp')}")
-    one = curve_coefficients(irregular, BASES["cubic"], smoothing=1e-4, backend="cpp", n_threads=1)
-    two = curve_coefficients(irregular, BASES["cubic"], smoothing=1e-4, backend="cpp", n_threads=2)
+    # 6000 curves: above the kernel's one-thread threshold (4096 curves), so two threads really split the work
+    curves, _ = gaussian_process_curves(6000, samples=(20, 40), seed=5)
+    one = curve_coefficients(curves, BASES["cubic"], smoothing=1e-4, backend="cpp", n_threads=1)
+    two = curve_coefficients(curves, BASES["cubic"], smoothing=1e-4, backend="cpp", n_threads=2)
     np.testing.assert_array_equal(one, two)
+    ref = curve_coefficients(curves.subset(np.arange(5500, 6000)), BASES["cubic"], smoothing=1e-4,
+                             backend="reference")
+    np.testing.assert_allclose(two[5500:], ref, rtol=0, atol=1e-10)
 
 
 def _skfda_coefficients(t, X, basis, smoothing):
