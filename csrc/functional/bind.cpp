@@ -79,6 +79,7 @@ py::tuple functional_coefficients(const py::array& offsets, const py::array& t, 
     require_f64(projection, "projection", 2);
     if (projection.shape(0) != K || projection.shape(1) < 1)
       throw py::value_error("projection must have shape (n_basis, L) with L >= 1");
+    require_finite(projection, "projection");
     pr.V = ptr<double>(projection);
     pr.L = int(projection.shape(1));
   } else {
@@ -93,6 +94,7 @@ py::tuple functional_coefficients(const py::array& offsets, const py::array& t, 
   if (mean.size() > 0) {
     require_f64(mean, "mean", 1);
     if (mean.shape(0) != K) throw py::value_error("mean must have n_basis entries");
+    require_finite(mean, "mean");
     pr.mean = ptr<double>(mean);
   }
   F64 coef({n, int64_t(pr.L)});

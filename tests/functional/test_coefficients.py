@@ -218,3 +218,41 @@ def test_sample_problems_are_reported_before_singular_solves(backend):
     curves = [(t, t), (t[:5], t[:5]), (t, t), (t, np.r_[t[:-1], np.nan])]
     with pytest.raises(ValueError, match="curve 3: values must be finite"):
         curve_coefficients(curves, BASES["cubic"], backend=backend)
+
+
+def test_native_binding_refuses_malformed_arguments():
+    """The binding checks what the Python layer normally guarantees (shapes, dtypes, knots, finite matrices)."""
+    why = _backend.why_unavailable("cpp")
+    if why:
+        pytest.skip(f"backend 'cpp' not available: {why}")
+    C = _backend.native()
+    b = BASES["cubic"]
+    off, t, x = np.array([0, 3], dtype=np.int64), np.array([0.1, 0.5, 0.9]), np.ones(3)
+    P, none = 1e-3 * np.eye(10), np.zeros((0, 0))
+
+    def call(**kw):
+        args = {"offsets": off, "t": t, "x": x, "kind": 0, "params": b.knots, "order": 4, "n_basis": 10, "a": 0.0,
+                "b": 1.0, "penalty": P, "projection": none, "mean": np.zeros(0), **kw}
+        return C.functional_coefficients(**args)
+
+    coef, codes = call()
+    assert codes.tolist() == [0]
+    assert coef.shape == (1, 10)
+    with pytest.raises(ValueError, match="offsets must start at 0 and end at len"):
+        call(offsets=np.array([0, 4], dtype=np.int64))
+    with pytest.raises(TypeError, match="offsets must be int64"):
+        call(offsets=np.array([0, 3], dtype=np.int32))
+    with pytest.raises(ValueError, match="params must hold the n_basis \\+ order = 14 knots"):
+        call(params=b.knots[:-1])
+    with pytest.raises(ValueError, match="strictly increasing"):
+        call(params=np.r_[b.knots[:5], b.knots[4], b.knots[6:]])
+    with pytest.raises(ValueError, match="penalty must have shape"):
+        call(penalty=np.eye(9))
+    with pytest.raises(ValueError, match="mean must be finite"):
+        call(mean=np.full(10, np.nan))
+    with pytest.raises(ValueError, match="projection must be finite"):
+        call(projection=np.full((10, 2), np.inf), penalty=np.eye(2))
+    with pytest.raises(ValueError, match="odd n_basis"):
+        call(kind=1, params=np.array([1.0]))
+    with pytest.raises(ValueError, match="n_threads"):
+        call(n_threads=-1)
