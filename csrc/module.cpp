@@ -24,6 +24,7 @@ void bind_diffusion(py::module_& m);
 void bind_prune(py::module_& m);
 void bind_evo(py::module_& m);
 void bind_submodular(py::module_& m);
+void bind_functional(py::module_& m);
 
 namespace {
 
@@ -79,5 +80,6 @@ PYBIND11_MODULE(_C, m) {
   fastnips::bind_prune(m);
   fastnips::bind_evo(m);
   fastnips::bind_submodular(m);
+  fastnips::bind_functional(m);
   fastnips::bind_cuda_probes(m);
 }

@@ -20,7 +20,7 @@ from ._optional import version_of
 __version__ = "0.1.0"
 
 _SUBPACKAGES = ("ops", "causal", "graph", "prune", "vision", "diffusion", "data", "scenegraph", "concepts", "optim",
-                "rl", "vae", "pc", "designbench", "diagnosis", "datacuration", "evo", "submodular")
+                "rl", "vae", "pc", "designbench", "diagnosis", "datacuration", "evo", "submodular", "functional")
 # The fields that cannot be imported without torch (they raise ModuleNotFoundError naming it); the tests of the
 # namespace, the API docs and the no-torch install read both tuples, so a new field is added here only.
 _NEEDS_TORCH = ("prune", "vision", "diffusion", "scenegraph", "concepts", "optim", "vae", "pc")
