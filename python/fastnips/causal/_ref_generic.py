@@ -43,8 +43,9 @@ class _Ctx:
     """One graph and the data its steps share, computed on first use."""
 
     def __init__(self, g: _G, seed: int, prime: int, subset_size_control: int | None,
-                 max_subset_size: int) -> None:
+                 max_subset_size: int, trek_search: Callable[..., bool] | None = None) -> None:
         self.g, self.seed, self.prime = g, int(seed), int(prime)
+        self.trek_search = trek_search  # a native backend's per-edge trek-separation search (same answers)
         self.subset_size_control, self.max_subset_size = subset_size_control, int(max_subset_size)
         self._cache: dict[str, Any] = {}
 
@@ -156,7 +157,9 @@ def _fixpoint(ctx: _Ctx, steps: Sequence[str]) -> tuple[list[set[int]], int]:
 
 def generic_identify(n: int, directed: Any, bidirected: Any, steps: Sequence[str] = ("htc",),
                      tian: bool = True, seed: int = 0, prime: int = DEFAULT_PRIME,
-                     subset_size_control: int | None = None, max_subset_size: int = 3) -> dict:
+                     subset_size_control: int | None = None, max_subset_size: int = 3,
+                     fixpoint: Callable[[_G], tuple[list[set[int]], int]] | None = None,
+                     trek_search: Callable[..., bool] | None = None) -> dict:
     r"""The fixpoint of the given identification steps (SEMID ``generalGenericID``).
 
     Parameters
@@ -173,6 +176,11 @@ def generic_identify(n: int, directed: Any, bidirected: Any, steps: Sequence[str
         ``None``: exhaustive edgewise search (:math:`S^*`); an int :math:`c`: SEMID's restricted search.
     max_subset_size : int
         Largest source set of the trek-separation step (SEMID ``maxSubsetSize``).
+    fixpoint : callable, optional
+        Replaces the fixpoint of ``steps`` on one (component) graph: ``fixpoint(g) -> (unsolved, rounds)``
+        (a native backend's; same results).
+    trek_search : callable, optional
+        Replaces the per-edge search of the trek-separation step (see :mod:`._ref_trek`; a native backend's).
 
     Returns
     -------
@@ -187,15 +195,18 @@ def generic_identify(n: int, directed: Any, bidirected: Any, steps: Sequence[str
     """
     g = _G(n, directed, bidirected)
     opts = (int(seed), int(prime), subset_size_control, int(max_subset_size))
+    if fixpoint is None:
+        def fixpoint(lg: _G) -> tuple[list[set[int]], int]:
+            return _fixpoint(_Ctx(lg, *opts, trek_search=trek_search), steps)
     if not tian:
-        unsolved, rounds = _fixpoint(_Ctx(g, *opts), steps)
+        unsolved, rounds = fixpoint(g)
     else:
         unsolved = [set() for _ in range(g.n)]
         rounds = 0
         comps, _ = tian_decompose(g)
         for comp in comps:
             lg, nodes = component_graph(g, comp)
-            loc_unsolved, r = _fixpoint(_Ctx(lg, *opts), steps)
+            loc_unsolved, r = fixpoint(lg)
             rounds += r
             for lv, v in enumerate(nodes):
                 if v in comp["internal"]:
