@@ -8,7 +8,8 @@
 //       that raise the rank of [Sigma_{Z,T}, a_Z] form S when there are k of them.
 //   Every candidate (S, T) is confirmed by two exact max-flows (SEMID getTrekSystem): size |S| onto
 //   T ∪ {j}, size < |S| onto T ∪ {i} without the removed edges into i.
-// Arithmetic mod q = 2^31 - 1; the inverses of one target set's determinants by one batch inversion.
+// Arithmetic mod q = 2^31 - 1 (Mersenne folding); the inverses of one target set's determinants by one batch
+// inversion.
 #include "causal/trek.h"
 
 #include <algorithm>
@@ -26,8 +27,14 @@ namespace {
 
 constexpr u64 kQ = kTrekPrime;
 
-u64 mulq(u64 x, u64 y) { return x * y % kQ; }
-u64 subq(u64 x, u64 y) { return (x + kQ - y) % kQ; }
+// Residues in [0, q); q = 2^31 - 1 is a Mersenne prime, so x mod q folds the bits above 31 back in.
+u64 fold(u64 x) {
+  x = (x & kQ) + (x >> 31);
+  x = (x & kQ) + (x >> 31);
+  return x >= kQ ? x - kQ : x;
+}
+u64 mulq(u64 x, u64 y) { return fold(x * y); }
+u64 subq(u64 x, u64 y) { return x >= y ? x - y : x + kQ - y; }
 u64 invq(u64 x) {
   u64 r = 1, e = kQ - 2;
   for (; e; e >>= 1, x = mulq(x, x))
