@@ -188,4 +188,31 @@ AncestralResult ancestral_identify(int32_t n, const int32_t* directed, int64_t n
   return r;
 }
 
+std::vector<int32_t> htc_sweep(int32_t n, const int32_t* directed, int64_t n_dir, const int32_t* bidirected,
+                               int64_t n_bi, const uint8_t* solved) {
+  validate(n, directed, n_dir, bidirected, n_bi);
+  const Graph g = build_graph(n, directed, n_dir, bidirected, n_bi, false);
+  Mask s(solved, solved + n);
+  FlowSolver sol(g);
+  auto buf = sol.make_buf();
+  std::vector<int32_t> out;
+  for (int v = 0; v < n; ++v) {
+    if (s[v]) continue;
+    check_interrupt();
+    int count = 0;
+    for (int a = 0; a < n; ++a) count += (s[a] && !tb(g.sib_row(v), a)) || !tb(g.htr_row(v), a);
+    if (count < g.npa(v)) continue;
+    sol.begin(v);
+    bool ok = false;
+    for (int a = 0; a < n && !ok; ++a)
+      if ((s[a] && !tb(g.sib_row(v), a)) || !tb(g.htr_row(v), a)) ok = sol.insert(v, a, buf) == 2;
+    sol.release(v);
+    if (ok) {
+      s[v] = 1;
+      out.push_back(v);
+    }
+  }
+  return out;
+}
+
 }  // namespace fastnips::causal

@@ -1,6 +1,6 @@
 // Bindings of the causal field: htc_identify, edgewise_identify and htc_identify_many (the HTC solvers of
-// causal/htc.h), ancestral_identify (causal/ancestral.h) and trek_edge_identified (causal/trek.h). Results
-// come back as dicts of numpy arrays and lists, as fastnips.causal reads them.
+// causal/htc.h), ancestral_identify and htc_sweep (causal/ancestral.h), trek_edge_identified (causal/trek.h).
+// Results come back as dicts of numpy arrays and lists, as fastnips.causal reads them.
 #include "causal/ancestral.h"
 #include "causal/htc.h"
 #include "causal/trek.h"
@@ -123,6 +123,20 @@ py::dict ancestral_identify(int32_t n, const py::object& directed, const py::obj
   return d;
 }
 
+py::array htc_sweep(int32_t n, const py::object& directed, const py::object& bidirected, const py::object& solved) {
+  const IntPairs dir = checked_int32(directed, "directed"), bi = checked_int32(bidirected, "bidirected");
+  const int64_t n_dir = pair_count(dir, "directed"), n_bi = pair_count(bi, "bidirected");
+  check_n(n);
+  const auto mask = py::cast<py::array_t<uint8_t, py::array::c_style | py::array::forcecast>>(solved);
+  if (mask.ndim() != 1 || mask.shape(0) != n) throw py::value_error("solved must have shape (n,)");
+  std::vector<int32_t> out;
+  run_released([&] {
+    out = fc::htc_sweep(n, dir.data(), n_dir, bi.data(), n_bi, mask.data());
+    return Status{};
+  });
+  return to_numpy(out);
+}
+
 // A 1-D array of int64 residues mod the trek prime, of length n (name in the error).
 Int64Array residues(const py::object& obj, int64_t n, const char* name) {
   Int64Array a = py::cast<Int64Array>(obj);
@@ -217,6 +231,8 @@ void bind_causal(py::module_& m) {
         py::arg("i"), py::arg("j"), py::arg("sigma"), py::arg("a"), py::arg("b"), py::arg("pool"),
         py::arg("removed"), py::arg("max_k"),
         "Trek-separation search for one edge j -> i (the per-edge search of fastnips.causal._ref_trek).");
+  m.def("htc_sweep", &htc_sweep, py::arg("n"), py::arg("directed"), py::arg("bidirected"), py::arg("solved"),
+        "One Gauss-Seidel sweep of SEMID's htcIdentifyStep; returns the nodes it solves, in order.");
   m.def("htc_identify_many", &htc_identify_many, py::arg("graphs"), py::arg("method") = "randomized",
         py::arg("tian") = false, py::arg("seed") = 0, py::arg("prime") = kMersenne61,
         "htc_identify over a list of (n, directed, bidirected), OpenMP-parallel, GIL released.");

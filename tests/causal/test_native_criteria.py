@@ -17,10 +17,10 @@ import pytest
 
 from fastnips import _backend
 from fastnips.causal import MixedGraph, ancestral_identify, identify, trek_separation_identify
-from fastnips.causal._ref_generic import _Ctx
+from fastnips.causal._ref_generic import _Ctx, htc_step
 from fastnips.causal._ref_mixed_graph import _G, _descendants, _strong_components
 from fastnips.causal._ref_trek import _edge_identified
-from fastnips.causal.criteria import _native_trek_search
+from fastnips.causal.criteria import _NativeSteps
 from fastnips.causal.generators import random_mixed_graph
 
 from ..helpers import backend_fixture
@@ -124,12 +124,30 @@ def test_trek_edge_search_native_equals_reference_edge_by_edge(family):
             for G, i, j, nondesc, solved in _edge_queries(g, rng):
                 if ref_ctx is None or ref_ctx.g is not G:
                     ref_ctx = _Ctx(G, seed, 0, 3, 3)
-                    nat_ctx = _Ctx(G, seed, 0, 3, 3, trek_search=_native_trek_search)
+                    nat_ctx = _Ctx(G, seed, 0, 3, 3, native=_NativeSteps())
                 want = _edge_identified(ref_ctx, i, j, nondesc, solved)
                 assert _edge_identified(nat_ctx, i, j, nondesc, solved) == want, (family, n, seed, i, j)
                 answers.append(want)
     assert answers
     assert family == "nonid" or any(answers)
+
+
+@needs_cpp
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_htc_sweep_native_equals_reference(family):
+    """One Gauss-Seidel "htc" sweep from random partial states: the same nodes solved, in the same order."""
+    rng = np.random.default_rng(11)
+    solved_any = 0
+    for n in (10, 20, 30):
+        g = FAMILIES[family](n, 7 * n)
+        G = _G(g.n, *g.to_arrays())
+        for _ in range(4):
+            unsolved = [set() if not G.pa[v] or rng.random() < 0.3 else set(G.pa[v]) for v in range(g.n)]
+            ref = htc_step(_Ctx(G, 0, 0, 3, 3), [set(u) for u in unsolved])
+            nat = htc_step(_Ctx(G, 0, 0, 3, 3, native=_NativeSteps()), [set(u) for u in unsolved])
+            assert nat == ref
+            solved_any += len(ref)
+    assert solved_any > 0 or family == "nonid"
 
 
 @needs_cpp
@@ -182,6 +200,10 @@ def test_native_bindings_refuse_bad_input():
         C.ancestral_identify(3, np.array([[0, 5]]), b)
     with pytest.raises(ValueError, match=r"shape \(k, 2\)"):
         C.ancestral_identify(3, np.zeros((2, 3), dtype=np.int32), b)
+    with pytest.raises(ValueError, match=r"solved must have shape \(n,\)"):
+        C.htc_sweep(3, d, b, np.zeros(2, dtype=np.uint8))
+    with pytest.raises(ValueError, match="duplicate"):
+        C.htc_sweep(3, np.array([[0, 1], [0, 1]]), b, np.zeros(3, dtype=np.uint8))
     sig, a = np.eye(3, dtype=np.int64), np.ones(3, dtype=np.int64)
     good = dict(n=3, directed=d, bidirected=b, i=2, j=1, sigma=sig, a=a, b=a, pool=[0], removed=[1], max_k=2)
     assert isinstance(C.trek_edge_identified(**good), bool)

@@ -43,9 +43,9 @@ class _Ctx:
     """One graph and the data its steps share, computed on first use."""
 
     def __init__(self, g: _G, seed: int, prime: int, subset_size_control: int | None,
-                 max_subset_size: int, trek_search: Callable[..., bool] | None = None) -> None:
+                 max_subset_size: int, native: Any = None) -> None:
         self.g, self.seed, self.prime = g, int(seed), int(prime)
-        self.trek_search = trek_search  # a native backend's per-edge trek-separation search (same answers)
+        self.native = native  # a native backend's htc sweep and trek-separation search (same answers), or None
         self.subset_size_control, self.max_subset_size = subset_size_control, int(max_subset_size)
         self._cache: dict[str, Any] = {}
 
@@ -74,8 +74,13 @@ def _solved_nodes(unsolved: list[set[int]]) -> set[int]:
 def htc_step(ctx: _Ctx, unsolved: list[set[int]]) -> list[tuple[int, int]]:
     """One Gauss-Seidel sweep of SEMID's ``htcIdentifyStep`` (exact max-flow); returns the new edges."""
     g, n = ctx.g, ctx.g.n
-    solved = _solved_nodes(unsolved)
     new: list[tuple[int, int]] = []
+    if ctx.native is not None:  # the same sweep in the native core (exact max-flows)
+        for i in ctx.native.htc_sweep(ctx, [not u for u in unsolved]):
+            new += [(j, i) for j in sorted(unsolved[i])]
+            unsolved[i] = set()
+        return new
+    solved = _solved_nodes(unsolved)
     for i in range(n):
         if not unsolved[i]:
             continue
@@ -159,7 +164,7 @@ def generic_identify(n: int, directed: Any, bidirected: Any, steps: Sequence[str
                      tian: bool = True, seed: int = 0, prime: int = DEFAULT_PRIME,
                      subset_size_control: int | None = None, max_subset_size: int = 3,
                      fixpoint: Callable[[_G], tuple[list[set[int]], int]] | None = None,
-                     trek_search: Callable[..., bool] | None = None) -> dict:
+                     native: Any = None) -> dict:
     r"""The fixpoint of the given identification steps (SEMID ``generalGenericID``).
 
     Parameters
@@ -179,8 +184,9 @@ def generic_identify(n: int, directed: Any, bidirected: Any, steps: Sequence[str
     fixpoint : callable, optional
         Replaces the fixpoint of ``steps`` on one (component) graph: ``fixpoint(g) -> (unsolved, rounds)``
         (a native backend's; same results).
-    trek_search : callable, optional
-        Replaces the per-edge search of the trek-separation step (see :mod:`._ref_trek`; a native backend's).
+    native : object, optional
+        A native backend's ``htc_sweep(ctx, solved)`` (the nodes one ``"htc"`` sweep solves, in order) and
+        ``trek_search(ctx, ...)`` (the per-edge search of :mod:`._ref_trek`), used by those steps instead.
 
     Returns
     -------
@@ -197,7 +203,7 @@ def generic_identify(n: int, directed: Any, bidirected: Any, steps: Sequence[str
     opts = (int(seed), int(prime), subset_size_control, int(max_subset_size))
     if fixpoint is None:
         def fixpoint(lg: _G) -> tuple[list[set[int]], int]:
-            return _fixpoint(_Ctx(lg, *opts, trek_search=trek_search), steps)
+            return _fixpoint(_Ctx(lg, *opts, native=native), steps)
     if not tian:
         unsolved, rounds = fixpoint(g)
     else:

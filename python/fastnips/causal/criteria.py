@@ -15,7 +15,8 @@ All answers are SEMID 0.4.2's (its test graphs and random graphs are the oracle 
 These run on the reference code of :mod:`fastnips.causal.reference` (max-flows, ranks over :math:`\mathbb{F}_p`,
 numpy determinants).  ``backend="cpp"`` (picked by ``"auto"`` when the native core is built) runs the ancestral
 fixpoint and the per-edge trek-separation search natively, with the same candidates and the same exact
-max-flows, so the same answers; the HTC and edgewise steps inside :func:`identify`'s loop stay Python.
+max-flows, so the same answers; inside :func:`identify`'s loop with trek separation the ``"htc"`` sweeps are
+native too, the edgewise step stays Python.
 """
 
 from __future__ import annotations
@@ -64,14 +65,30 @@ def _native_reason(backend: str, steps: tuple[str, ...], max_subset_size: int) -
             "or step lists with 'trek_separation' and without 'ancestral')")
 
 
-def _native_trek_search(ctx: Any, i: int, j: int, a: np.ndarray, b: np.ndarray, pool: list[int],
-                        removed: list[int], max_k: int) -> bool:
-    """The native per-edge trek-separation search (``_ref_trek._edge_identified``'s candidates and max-flows)."""
-    d, bi = ctx.get("arrays32", lambda: (np.asarray(ctx.g.directed, dtype=np.int32).reshape(-1, 2),
-                                         np.asarray(ctx.g.bidirected, dtype=np.int32).reshape(-1, 2)))
-    Sig, _ = ctx.get("sigma", None)
-    return _backend.native().trek_edge_identified(ctx.g.n, d, bi, i, j, Sig, a, b, np.asarray(pool, dtype=np.int32),
-                                                  np.asarray(removed, dtype=np.int32), max_k)
+def _arrays32(ctx: Any) -> tuple[np.ndarray, np.ndarray]:
+    return ctx.get("arrays32", lambda: (np.asarray(ctx.g.directed, dtype=np.int32).reshape(-1, 2),
+                                        np.asarray(ctx.g.bidirected, dtype=np.int32).reshape(-1, 2)))
+
+
+class _NativeSteps:
+    """The native pieces of ``generic_identify``'s loop (``native=``): the ``"htc"`` sweep and the per-edge
+    trek-separation search, with the reference's answers."""
+
+    @staticmethod
+    def htc_sweep(ctx: Any, solved: list[bool]) -> list[int]:
+        """The nodes one Gauss-Seidel ``"htc"`` sweep solves, in order (``_ref_generic.htc_step``)."""
+        d, bi = _arrays32(ctx)
+        return _backend.native().htc_sweep(ctx.g.n, d, bi, np.asarray(solved, dtype=np.uint8)).tolist()
+
+    @staticmethod
+    def trek_search(ctx: Any, i: int, j: int, a: np.ndarray, b: np.ndarray, pool: list[int], removed: list[int],
+                    max_k: int) -> bool:
+        """Whether ``j -> i`` is identified (``_ref_trek._edge_identified``'s candidates and max-flows)."""
+        d, bi = _arrays32(ctx)
+        Sig, _ = ctx.get("sigma", None)
+        return _backend.native().trek_edge_identified(ctx.g.n, d, bi, i, j, Sig, a, b,
+                                                      np.asarray(pool, dtype=np.int32),
+                                                      np.asarray(removed, dtype=np.int32), max_k)
 
 
 def _native_fixpoint() -> Callable[[_G], tuple[list[set[int]], int]]:
@@ -124,7 +141,8 @@ def identify(g: MixedGraph, steps: Sequence[str] = ("htc",), *, tian: bool = Tru
         Field of the edgewise rank tests, a prime :math:`3 \le p < 2^{62}`.
     backend : {"auto", "cpp", "reference"}, default "auto"
         ``"cpp"``: ``steps=["ancestral"]`` runs natively as a whole; with ``"trek_separation"`` among the
-        steps (and not ``"ancestral"``, ``max_subset_size <= 3``) its per-edge search runs natively.  Other
+        steps (and not ``"ancestral"``, ``max_subset_size <= 3``) its per-edge search and the ``"htc"``
+        sweeps run natively (the edgewise step stays Python).  Other
         step lists refuse ``"cpp"`` (``"auto"`` takes the reference then).
 
     Returns
@@ -169,7 +187,7 @@ def identify(g: MixedGraph, steps: Sequence[str] = ("htc",), *, tian: bool = Tru
     native = name == "cpp"
     raw = generic_identify(g.n, d, b, steps, bool(tian), seed, prime, subset_size_control, max_subset_size,
                            fixpoint=_native_fixpoint() if native and steps == ("ancestral",) else None,
-                           trek_search=_native_trek_search if native else None)
+                           native=_NativeSteps() if native else None)
     return IdentificationResult(graph=g, criterion="+".join(steps), tian=bool(tian), method="mixed",
                                 backend=name, node_solved=_readonly(raw["node_solved"]),
                                 edge_solved=_readonly(raw["edge_solved"]), rounds=raw["rounds"], tests=0,
