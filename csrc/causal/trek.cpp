@@ -42,24 +42,25 @@ u64 invq(u64 x) {
   return r;
 }
 
-// Unit-capacity max-flow by BFS augmenting paths (Edmonds-Karp), stopped at `limit`.
+// Unit-capacity max-flow by BFS augmenting paths (Edmonds-Karp), stopped at `limit`. The capacities of a
+// query are a copy of `base` with the source and target arcs of that query opened.
 struct FlowNet {
-  std::vector<i32> head, nxt, to;
-  std::vector<uint8_t> cap;
-  explicit FlowNet(int nv) : head(size_t(nv), -1) {}
-  void arc(int u, int v) {
-    add(u, v, 1);
+  std::vector<i32> head, nxt, to, par, queue;
+  std::vector<uint8_t> base, cap;
+  explicit FlowNet(int nv) : head(size_t(nv), -1), par(size_t(nv)) {}
+  i32 arc(int u, int v, uint8_t c = 1) {
+    add(u, v, c);
     add(v, u, 0);
+    return i32(to.size()) - 2;
   }
   void add(int u, int v, uint8_t c) {
     to.push_back(v);
-    cap.push_back(c);
+    base.push_back(c);
     nxt.push_back(head[u]);
     head[u] = i32(to.size()) - 1;
   }
   int max_flow(int s, int t, int limit) {
     int flow = 0;
-    std::vector<i32> par(head.size()), queue;
     while (flow < limit) {
       std::fill(par.begin(), par.end(), -1);
       par[s] = -2;
@@ -81,28 +82,38 @@ struct FlowNet {
   }
 };
 
-// Largest trek system without sided intersection from S onto targets (sides: left in/out, right in/out per
-// node); right sides may not use u -> avoid_head for u with avoid_tail[u].
-int trek_system_size(const Graph& g, const std::vector<i32>& S, const std::vector<i32>& targets,
-                     const std::vector<uint8_t>* avoid_tail, int avoid_head) {
-  const int n = g.n;
-  auto node = [n](int side, int v) { return 2 + side * n + v; };
-  FlowNet net(2 + 4 * n);
-  for (i32 a : S) net.arc(0, node(0, a));
-  for (int v = 0; v < n; ++v) {
-    net.arc(node(0, v), node(1, v));
-    net.arc(node(2, v), node(3, v));
-    net.arc(node(1, v), node(2, v));
-    for (i32 e = g.pa_off[v]; e < g.pa_off[v + 1]; ++e) net.arc(node(1, v), node(0, g.pa[e]));
-    for (i32 e = g.sb_off[v]; e < g.sb_off[v + 1]; ++e) net.arc(node(1, v), node(2, g.sib[e]));
-    for (i32 e = g.ch_off[v]; e < g.ch_off[v + 1]; ++e) {
-      const i32 w = g.ch[e];
-      if (!(avoid_tail && w == avoid_head && (*avoid_tail)[v])) net.arc(node(3, v), node(2, w));
+// The trek network of one graph (SEMID getTrekSystem; sides per node: left in/out, right in/out), built
+// once per edge query: right sides may not use u -> avoid_head for u with avoid_tail[u]. Source arcs
+// s -> L_in(a) and target arcs R_out(b) -> t exist for every node, closed until a query opens them.
+struct TrekNet {
+  FlowNet net;
+  std::vector<i32> src, tgt;
+  TrekNet(const Graph& g, const std::vector<uint8_t>* avoid_tail, int avoid_head)
+      : net(2 + 4 * g.n), src(size_t(g.n)), tgt(size_t(g.n)) {
+    const int n = g.n;
+    auto node = [n](int side, int v) { return 2 + side * n + v; };
+    for (int v = 0; v < n; ++v) {
+      src[v] = net.arc(0, node(0, v), 0);
+      tgt[v] = net.arc(node(3, v), 1, 0);
+      net.arc(node(0, v), node(1, v));
+      net.arc(node(2, v), node(3, v));
+      net.arc(node(1, v), node(2, v));
+      for (i32 e = g.pa_off[v]; e < g.pa_off[v + 1]; ++e) net.arc(node(1, v), node(0, g.pa[e]));
+      for (i32 e = g.sb_off[v]; e < g.sb_off[v + 1]; ++e) net.arc(node(1, v), node(2, g.sib[e]));
+      for (i32 e = g.ch_off[v]; e < g.ch_off[v + 1]; ++e) {
+        const i32 w = g.ch[e];
+        if (!(avoid_tail && w == avoid_head && (*avoid_tail)[v])) net.arc(node(3, v), node(2, w));
+      }
     }
   }
-  for (i32 b : targets) net.arc(node(3, b), 1);
-  return net.max_flow(0, 1, int(targets.size()));
-}
+  // Largest trek system without sided intersection from S onto targets.
+  int size(const std::vector<i32>& S, const std::vector<i32>& targets) {
+    net.cap = net.base;
+    for (i32 a : S) net.cap[src[a]] = 1;
+    for (i32 b : targets) net.cap[tgt[b]] = 1;
+    return net.max_flow(0, 1, int(targets.size()));
+  }
+};
 
 // Greedy row basis over F_q: the indices of the rows (in order) that raise the rank, at most `need`.
 std::vector<int> greedy_rows(const std::vector<std::vector<u64>>& rows, int need) {
@@ -130,7 +141,8 @@ std::vector<int> greedy_rows(const std::vector<std::vector<u64>>& rows, int need
 struct Search {
   const Graph& g;
   const TrekEdgeQuery& q;
-  std::vector<uint8_t> avoid;  // tails of the removed edges into i
+  TrekNet& plain;  // the trek network
+  TrekNet& cut;    // without the removed edges into i on the right sides
   u64 sig(int s, int t) const { return u64(q.sigma[size_t(s) * g.n + t]); }
 
   bool confirm(std::vector<i32> S, const std::vector<i32>& T) const {
@@ -139,7 +151,7 @@ struct Search {
     tj.push_back(q.j);
     ti.push_back(q.i);
     const int k = int(S.size());
-    return trek_system_size(g, S, tj, nullptr, -1) == k && trek_system_size(g, S, ti, &avoid, q.i) < k;
+    return plain.size(S, tj) == k && cut.size(S, ti) < k;
   }
   std::vector<u64> row(int s, const std::vector<i32>& T, bool with_a) const {
     std::vector<u64> x;
@@ -241,8 +253,10 @@ bool trek_edge_identified(int32_t n, const int32_t* directed, int64_t n_dir, con
                           int64_t n_bi, const TrekEdgeQuery& q) {
   validate(n, directed, n_dir, bidirected, n_bi);
   const Graph g = build_graph(n, directed, n_dir, bidirected, n_bi, false, false);
-  Search s{g, q, std::vector<uint8_t>(size_t(n), 0)};
-  for (i32 p : q.removed) s.avoid[p] = 1;
+  std::vector<uint8_t> avoid(size_t(n), 0);  // tails of the removed edges into i
+  for (i32 p : q.removed) avoid[p] = 1;
+  TrekNet plain(g, nullptr, -1), cut(g, &avoid, q.i);
+  const Search s{g, q, plain, cut};
   int ones = 0;  // k = 1: the first four rows with a_s != 0 and b_s = 0
   for (int v = 0; v < n && ones < 4; ++v)
     if (q.a[v] != 0 && q.b[v] == 0) {
