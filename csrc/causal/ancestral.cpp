@@ -133,19 +133,30 @@ bool second_branch(State& s, int i, const Mask& an, Mask& allowed) {
     for (i32 e = g.sb_off[a]; e < g.sb_off[a + 1]; ++e) consider(g.sib[e]);
   }
   close_along(h, g.pa_off, g.pa);
-  std::vector<i32> hn, hloc(size_t(g.n), -1), d, b;
-  for (int v = 0; v < g.n; ++v)
-    if (h[v]) {
-      hloc[v] = i32(hn.size());
-      hn.push_back(v);
+  // A2 = ((S ∩ H) \ sib_H(i)) ∪ (H \ htr_H(i)), htr_H(i) = the descendants inside H of {i} ∪ sib_H(i)
+  Mask htr(size_t(g.n), 0);
+  std::vector<i32> stack{i};
+  htr[i] = 1;
+  for (i32 e = g.sb_off[i]; e < g.sb_off[i + 1]; ++e)
+    if (h[g.sib[e]]) {
+      htr[g.sib[e]] = 1;
+      stack.push_back(g.sib[e]);
     }
-  for (i32 v : hn) {
-    for (i32 e = g.pa_off[v]; e < g.pa_off[v + 1]; ++e) d.insert(d.end(), {hloc[g.pa[e]], hloc[v]});
-    for (i32 e = g.sb_off[v]; e < g.sb_off[v + 1]; ++e)
-      if (g.sib[e] > v && h[g.sib[e]]) b.insert(b.end(), {hloc[v], hloc[g.sib[e]]});
+  while (!stack.empty()) {
+    const i32 u = stack.back();
+    stack.pop_back();
+    for (i32 e = g.ch_off[u]; e < g.ch_off[u + 1]; ++e)
+      if (h[g.ch[e]] && !htr[g.ch[e]]) {
+        htr[g.ch[e]] = 1;
+        stack.push_back(g.ch[e]);
+      }
   }
-  const Graph hg = build_graph(int(hn.size()), d.data(), i64(d.size() / 2), b.data(), i64(b.size() / 2), false);
-  if (allowed_in(hg, hn, hloc[i], s.solved, allowed) < g.npa(i)) return false;
+  int count = 0;
+  for (int v = 0; v < g.n; ++v) {
+    allowed[v] = h[v] && ((s.solved[v] && !tb(g.sib_row(i), v)) || !htr[v]);
+    count += allowed[v];
+  }
+  if (count < g.npa(i)) return false;
   const auto c2 = tian_component_graph(g, h, i);
   return solves(*c2, i, allowed);  // allowed nodes outside G2 are never offered
 }
