@@ -184,17 +184,20 @@ bool Search::zero_row_candidate(const std::vector<i32>& T) const {
 // The (T, mu) groups of the (k-1)-row sets (k-1 = |T| = 1 or 2), each checked as in the file comment.
 bool Search::grouped_candidates(const std::vector<i32>& T) const {
   const int n = g.n, m = int(T.size());
-  std::vector<std::pair<i32, i32>> P;  // row sets (second = -1 for one row)
+  std::vector<std::pair<i32, i32>> P;  // row sets (second = -1 for one row), ascending as the reference's
   std::vector<u64> det;
-  for (int r0 = 0; r0 < n; ++r0) {
+  std::vector<i32> live;  // rows not zero on T: the only ones in a nonsingular row set (sparse graphs: few)
+  for (int r = 0; r < n; ++r)
+    if (sig(r, T[0]) || (m == 2 && sig(r, T[1]))) live.push_back(r);
+  for (size_t x = 0; x < live.size(); ++x) {
+    const i32 r0 = live[x];
     if (m == 1) {
-      if (sig(r0, T[0])) {
-        P.emplace_back(r0, -1);
-        det.push_back(sig(r0, T[0]));
-      }
+      P.emplace_back(r0, -1);
+      det.push_back(sig(r0, T[0]));
       continue;
     }
-    for (int r1 = r0 + 1; r1 < n; ++r1) {
+    for (size_t y = x + 1; y < live.size(); ++y) {
+      const i32 r1 = live[y];
       const u64 d = subq(mulq(sig(r0, T[0]), sig(r1, T[1])), mulq(sig(r1, T[0]), sig(r0, T[1])));
       if (d) {
         P.emplace_back(r0, r1);
