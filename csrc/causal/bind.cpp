@@ -1,6 +1,9 @@
 // Bindings of the causal field: htc_identify, edgewise_identify and htc_identify_many (the HTC solvers of
-// causal/htc.h). Results come back as dicts of numpy arrays and lists, as fastnips.causal reads them.
+// causal/htc.h), ancestral_identify and htc_sweep (causal/ancestral.h), trek_edge_identified (causal/trek.h).
+// Results come back as dicts of numpy arrays and lists, as fastnips.causal reads them.
+#include "causal/ancestral.h"
 #include "causal/htc.h"
+#include "causal/trek.h"
 #include "common/bind.h"
 
 namespace fastnips {
@@ -104,6 +107,84 @@ py::dict edgewise_identify(int32_t n, const py::object& directed, const py::obje
   return d;
 }
 
+py::dict ancestral_identify(int32_t n, const py::object& directed, const py::object& bidirected) {
+  const IntPairs dir = checked_int32(directed, "directed"), bi = checked_int32(bidirected, "bidirected");
+  const int64_t n_dir = pair_count(dir, "directed"), n_bi = pair_count(bi, "bidirected");
+  check_n(n);
+  fc::AncestralResult r;
+  run_released([&] {
+    r = fc::ancestral_identify(n, dir.data(), n_dir, bi.data(), n_bi);
+    return Status{};
+  });
+  py::dict d;
+  d["edge_solved"] = to_numpy(r.edge_solved).attr("astype")("bool");
+  d["node_solved"] = to_numpy(r.node_solved).attr("astype")("bool");
+  d["rounds"] = r.rounds;
+  return d;
+}
+
+py::array htc_sweep(int32_t n, const py::object& directed, const py::object& bidirected, const py::object& solved) {
+  const IntPairs dir = checked_int32(directed, "directed"), bi = checked_int32(bidirected, "bidirected");
+  const int64_t n_dir = pair_count(dir, "directed"), n_bi = pair_count(bi, "bidirected");
+  check_n(n);
+  const auto mask = py::cast<py::array_t<uint8_t, py::array::c_style | py::array::forcecast>>(solved);
+  if (mask.ndim() != 1 || mask.shape(0) != n) throw py::value_error("solved must have shape (n,)");
+  std::vector<int32_t> out;
+  run_released([&] {
+    out = fc::htc_sweep(n, dir.data(), n_dir, bi.data(), n_bi, mask.data());
+    return Status{};
+  });
+  return to_numpy(out);
+}
+
+// A 1-D array of int64 residues mod the trek prime, of length n (name in the error).
+Int64Array residues(const py::object& obj, int64_t n, const char* name) {
+  Int64Array a = py::cast<Int64Array>(obj);
+  if (a.ndim() != 1 || a.shape(0) != n) throw py::value_error(std::string(name) + " must have shape (n,)");
+  for (int64_t k = 0; k < n; ++k)
+    if (a.data()[k] < 0 || uint64_t(a.data()[k]) >= fc::kTrekPrime)
+      throw py::value_error(std::string(name) + " entries must be residues in [0, 2**31 - 1)");
+  return a;
+}
+
+std::vector<int32_t> node_ids(const py::object& obj, int32_t n, const char* name) {
+  const Int32Array a = checked_int32(obj, name);
+  if (a.ndim() != 1) throw py::value_error(std::string(name) + " must be a 1-D array of node ids");
+  std::vector<int32_t> out(a.data(), a.data() + a.size());
+  for (int32_t v : out)
+    if (v < 0 || v >= n) throw py::value_error(std::string(name) + " holds a node id outside [0, n)");
+  return out;
+}
+
+bool trek_edge_identified(int32_t n, const py::object& directed, const py::object& bidirected, int32_t i, int32_t j,
+                          const py::object& sigma, const py::object& a, const py::object& b, const py::object& pool,
+                          const py::object& removed, int32_t max_k) {
+  const IntPairs dir = checked_int32(directed, "directed"), bi = checked_int32(bidirected, "bidirected");
+  const int64_t n_dir = pair_count(dir, "directed"), n_bi = pair_count(bi, "bidirected");
+  check_n(n);
+  if (i < 0 || i >= n || j < 0 || j >= n) throw py::value_error("i and j must be node ids in [0, n)");
+  if (max_k < 1 || max_k > 3) throw py::value_error("max_k must be 1, 2 or 3");
+  Int64Array sig = py::cast<Int64Array>(sigma);
+  if (sig.ndim() != 2 || sig.shape(0) != n || sig.shape(1) != n) throw py::value_error("sigma must have shape (n, n)");
+  const Int64Array flat = residues(sig.attr("reshape")(-1), int64_t(n) * n, "sigma");
+  const Int64Array av = residues(a, n, "a"), bv = residues(b, n, "b");
+  fc::TrekEdgeQuery q;
+  q.i = i;
+  q.j = j;
+  q.sigma = flat.data();
+  q.a = av.data();
+  q.b = bv.data();
+  q.pool = node_ids(pool, n, "pool");
+  q.removed = node_ids(removed, n, "removed");
+  q.max_k = max_k;
+  bool out = false;
+  run_released([&] {
+    out = fc::trek_edge_identified(n, dir.data(), n_dir, bi.data(), n_bi, q);
+    return Status{};
+  });
+  return out;
+}
+
 py::list htc_identify_many(const py::sequence& graphs, const std::string& method, bool tian, uint64_t seed,
                            uint64_t prime) {
   const auto opt = htc_options(method, tian, seed, prime);
@@ -144,6 +225,14 @@ void bind_causal(py::module_& m) {
   m.def("edgewise_identify", &edgewise_identify, py::arg("n"), py::arg("directed"), py::arg("bidirected"),
         py::arg("seed") = 0, py::arg("prime") = kMersenne61,
         "Edgewise identification via maximal good edge sets; see fastnips.causal.edgewise_identify.");
+  m.def("ancestral_identify", &ancestral_identify, py::arg("n"), py::arg("directed"), py::arg("bidirected"),
+        "SEMID's ancestral-step fixpoint on one graph (no Tian split); see fastnips.causal.ancestral_identify.");
+  m.def("trek_edge_identified", &trek_edge_identified, py::arg("n"), py::arg("directed"), py::arg("bidirected"),
+        py::arg("i"), py::arg("j"), py::arg("sigma"), py::arg("a"), py::arg("b"), py::arg("pool"),
+        py::arg("removed"), py::arg("max_k"),
+        "Trek-separation search for one edge j -> i (the per-edge search of fastnips.causal._ref_trek).");
+  m.def("htc_sweep", &htc_sweep, py::arg("n"), py::arg("directed"), py::arg("bidirected"), py::arg("solved"),
+        "One Gauss-Seidel sweep of SEMID's htcIdentifyStep; returns the nodes it solves, in order.");
   m.def("htc_identify_many", &htc_identify_many, py::arg("graphs"), py::arg("method") = "randomized",
         py::arg("tian") = false, py::arg("seed") = 0, py::arg("prime") = kMersenne61,
         "htc_identify over a list of (n, directed, bidirected), OpenMP-parallel, GIL released.");

@@ -43,8 +43,9 @@ class _Ctx:
     """One graph and the data its steps share, computed on first use."""
 
     def __init__(self, g: _G, seed: int, prime: int, subset_size_control: int | None,
-                 max_subset_size: int) -> None:
+                 max_subset_size: int, native: Any = None) -> None:
         self.g, self.seed, self.prime = g, int(seed), int(prime)
+        self.native = native  # a native backend's htc sweep and trek-separation search (same answers), or None
         self.subset_size_control, self.max_subset_size = subset_size_control, int(max_subset_size)
         self._cache: dict[str, Any] = {}
 
@@ -73,8 +74,13 @@ def _solved_nodes(unsolved: list[set[int]]) -> set[int]:
 def htc_step(ctx: _Ctx, unsolved: list[set[int]]) -> list[tuple[int, int]]:
     """One Gauss-Seidel sweep of SEMID's ``htcIdentifyStep`` (exact max-flow); returns the new edges."""
     g, n = ctx.g, ctx.g.n
-    solved = _solved_nodes(unsolved)
     new: list[tuple[int, int]] = []
+    if ctx.native is not None:  # the same sweep in the native core (exact max-flows)
+        for i in ctx.native.htc_sweep(ctx, [not u for u in unsolved]):
+            new += [(j, i) for j in sorted(unsolved[i])]
+            unsolved[i] = set()
+        return new
+    solved = _solved_nodes(unsolved)
     for i in range(n):
         if not unsolved[i]:
             continue
@@ -156,7 +162,9 @@ def _fixpoint(ctx: _Ctx, steps: Sequence[str]) -> tuple[list[set[int]], int]:
 
 def generic_identify(n: int, directed: Any, bidirected: Any, steps: Sequence[str] = ("htc",),
                      tian: bool = True, seed: int = 0, prime: int = DEFAULT_PRIME,
-                     subset_size_control: int | None = None, max_subset_size: int = 3) -> dict:
+                     subset_size_control: int | None = None, max_subset_size: int = 3,
+                     fixpoint: Callable[[_G], tuple[list[set[int]], int]] | None = None,
+                     native: Any = None) -> dict:
     r"""The fixpoint of the given identification steps (SEMID ``generalGenericID``).
 
     Parameters
@@ -173,6 +181,12 @@ def generic_identify(n: int, directed: Any, bidirected: Any, steps: Sequence[str
         ``None``: exhaustive edgewise search (:math:`S^*`); an int :math:`c`: SEMID's restricted search.
     max_subset_size : int
         Largest source set of the trek-separation step (SEMID ``maxSubsetSize``).
+    fixpoint : callable, optional
+        Replaces the fixpoint of ``steps`` on one (component) graph: ``fixpoint(g) -> (unsolved, rounds)``
+        (a native backend's; same results).
+    native : object, optional
+        A native backend's ``htc_sweep(ctx, solved)`` (the nodes one ``"htc"`` sweep solves, in order) and
+        ``trek_search(ctx, ...)`` (the per-edge search of :mod:`._ref_trek`), used by those steps instead.
 
     Returns
     -------
@@ -187,15 +201,18 @@ def generic_identify(n: int, directed: Any, bidirected: Any, steps: Sequence[str
     """
     g = _G(n, directed, bidirected)
     opts = (int(seed), int(prime), subset_size_control, int(max_subset_size))
+    if fixpoint is None:
+        def fixpoint(lg: _G) -> tuple[list[set[int]], int]:
+            return _fixpoint(_Ctx(lg, *opts, native=native), steps)
     if not tian:
-        unsolved, rounds = _fixpoint(_Ctx(g, *opts), steps)
+        unsolved, rounds = fixpoint(g)
     else:
         unsolved = [set() for _ in range(g.n)]
         rounds = 0
         comps, _ = tian_decompose(g)
         for comp in comps:
             lg, nodes = component_graph(g, comp)
-            loc_unsolved, r = _fixpoint(_Ctx(lg, *opts), steps)
+            loc_unsolved, r = fixpoint(lg)
             rounds += r
             for lv, v in enumerate(nodes):
                 if v in comp["internal"]:

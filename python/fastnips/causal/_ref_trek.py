@@ -207,6 +207,8 @@ def _edge_identified(ctx, i: int, j: int, nondesc: list[int], solved_pa: list[in
     col_i = np.asarray(col_i % q, dtype=np.int64)
     avoid = tuple((p, i) for p in removed)
     pool = [t for t in nondesc if t != j]
+    if ctx.native is not None:  # the native backend: the same candidates and max-flows
+        return ctx.native.trek_search(ctx, i, j, Sig[:, j], col_i, pool, removed, min(ctx.max_subset_size, g.n - 1))
     for k in range(1, min(ctx.max_subset_size, g.n - 1) + 1):
         for S, T in _candidates(Sig, Sig[:, j], col_i, pool, k):
             if trek_system_size(g, S, [*T, j]) == k and trek_system_size(g, S, [*T, i], avoid) < k:

@@ -12,19 +12,25 @@ All answers are SEMID 0.4.2's (its test graphs and random graphs are the oracle 
 * :func:`lfhtc_identify` -- SEMID ``lfhtcID``, the latent-factor HTC (Barber, Drton, Sturma & Weihs 2022);
 * :func:`plot` -- directed edges as arrows, bidirected edges as dashed curves (networkx + matplotlib).
 
-These run in Python on the reference code of :mod:`fastnips.causal.reference` (max-flows, ranks over
-:math:`\mathbb{F}_p`, numpy determinants); ``backend`` accepts ``"auto"`` and ``"reference"``.
+These run on the reference code of :mod:`fastnips.causal.reference` (max-flows, ranks over :math:`\mathbb{F}_p`,
+numpy determinants).  ``backend="cpp"`` (picked by ``"auto"`` when the native core is built) runs the ancestral
+fixpoint and the per-edge trek-separation search natively, with the same candidates and the same exact
+max-flows, so the same answers; inside :func:`identify`'s loop with trek separation the ``"htc"`` sweeps are
+native too, the edgewise step stays Python.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
+
+import numpy as np
 
 from .. import _backend
 from ._ref_ancestral import global_identifiable as _ref_global
 from ._ref_generic import STEPS, generic_identify
 from ._ref_lfhtc import lfhtc_identify as _ref_lfhtc
+from ._ref_mixed_graph import _G
 from ._ref_modp import DEFAULT_PRIME
 from .graph import MixedGraph
 from .htc import IdentificationResult, _check_common, _check_graph, _check_int, _readonly
@@ -43,6 +49,59 @@ def _check_steps(steps: Any) -> tuple[str, ...]:
     if not out or any(s not in STEPS for s in out):
         raise ValueError(f"steps must be a non-empty sequence of names from {STEPS}, got {list(out)!r}")
     return out
+
+
+def _native_reason(backend: str, steps: tuple[str, ...], max_subset_size: int) -> str:
+    """Why ``backend`` cannot run these steps ("" when it can): cpp runs the ancestral fixpoint alone, or the
+    trek-separation search (source sets of up to 3 nodes) inside a loop without the ancestral step."""
+    if backend != "cpp":
+        return ""
+    if steps == ("ancestral",):
+        return ""
+    if "trek_separation" in steps and "ancestral" not in steps:
+        return "" if max_subset_size <= 3 else ("identify has no 'cpp' backend for max_subset_size > 3 (the native "
+                                                f"trek search takes max_subset_size <= 3, got {max_subset_size})")
+    return (f"identify has no 'cpp' backend for steps {list(steps)} (the native identify runs steps=['ancestral'] "
+            "or step lists with 'trek_separation' and without 'ancestral')")
+
+
+def _arrays32(ctx: Any) -> tuple[np.ndarray, np.ndarray]:
+    return ctx.get("arrays32", lambda: (np.asarray(ctx.g.directed, dtype=np.int32).reshape(-1, 2),
+                                        np.asarray(ctx.g.bidirected, dtype=np.int32).reshape(-1, 2)))
+
+
+class _NativeSteps:
+    """The native pieces of ``generic_identify``'s loop (``native=``): the ``"htc"`` sweep and the per-edge
+    trek-separation search, with the reference's answers."""
+
+    @staticmethod
+    def htc_sweep(ctx: Any, solved: list[bool]) -> list[int]:
+        """The nodes one Gauss-Seidel ``"htc"`` sweep solves, in order (``_ref_generic.htc_step``)."""
+        d, bi = _arrays32(ctx)
+        return _backend.native().htc_sweep(ctx.g.n, d, bi, np.asarray(solved, dtype=np.uint8)).tolist()
+
+    @staticmethod
+    def trek_search(ctx: Any, i: int, j: int, a: np.ndarray, b: np.ndarray, pool: list[int], removed: list[int],
+                    max_k: int) -> bool:
+        """Whether ``j -> i`` is identified (``_ref_trek._edge_identified``'s candidates and max-flows)."""
+        d, bi = _arrays32(ctx)
+        Sig, _ = ctx.get("sigma", None)
+        return _backend.native().trek_edge_identified(ctx.g.n, d, bi, i, j, Sig, a, b,
+                                                      np.asarray(pool, dtype=np.int32),
+                                                      np.asarray(removed, dtype=np.int32), max_k)
+
+
+def _native_fixpoint() -> Callable[[_G], tuple[list[set[int]], int]]:
+    """The native fixpoint of the ancestral step on one (component) graph, as ``generic_identify`` takes it."""
+    native = _backend.native()
+
+    def run(lg: _G) -> tuple[list[set[int]], int]:
+        d = np.asarray(lg.directed, dtype=np.int32).reshape(-1, 2)
+        b = np.asarray(lg.bidirected, dtype=np.int32).reshape(-1, 2)
+        raw = native.ancestral_identify(lg.n, d, b)
+        return [set() if ok else set(lg.pa[v]) for v, ok in enumerate(raw["node_solved"].tolist())], raw["rounds"]
+
+    return run
 
 
 def identify(g: MixedGraph, steps: Sequence[str] = ("htc",), *, tian: bool = True,
@@ -80,7 +139,11 @@ def identify(g: MixedGraph, steps: Sequence[str] = ("htc",), *, tian: bool = Tru
         The random points of the rank tests (edgewise) and of the determinant search (trek separation).
     prime : int, default 2**61 - 1
         Field of the edgewise rank tests, a prime :math:`3 \le p < 2^{62}`.
-    backend : {"auto", "reference"}, default "auto"
+    backend : {"auto", "cpp", "reference"}, default "auto"
+        ``"cpp"``: ``steps=["ancestral"]`` runs natively as a whole; with ``"trek_separation"`` among the
+        steps (and not ``"ancestral"``, ``max_subset_size <= 3``) its per-edge search and the ``"htc"``
+        sweeps run natively (the edgewise step stays Python).  Other
+        step lists refuse ``"cpp"`` (``"auto"`` takes the reference then).
 
     Returns
     -------
@@ -118,9 +181,13 @@ def identify(g: MixedGraph, steps: Sequence[str] = ("htc",), *, tian: bool = Tru
     if subset_size_control is not None:
         subset_size_control = _check_int(subset_size_control, "subset_size_control", 1, 1 << 31)
     max_subset_size = _check_int(max_subset_size, "max_subset_size", 1, 1 << 31)
-    name = _backend.resolve(backend, op="identify", supported=("reference",))
+    name = _backend.resolve(backend, op="identify", supported=("reference", "cpp"),
+                            check=lambda b: _native_reason(b, steps, max_subset_size))
     d, b = g.to_arrays()
-    raw = generic_identify(g.n, d, b, steps, bool(tian), seed, prime, subset_size_control, max_subset_size)
+    native = name == "cpp"
+    raw = generic_identify(g.n, d, b, steps, bool(tian), seed, prime, subset_size_control, max_subset_size,
+                           fixpoint=_native_fixpoint() if native and steps == ("ancestral",) else None,
+                           native=_NativeSteps() if native else None)
     return IdentificationResult(graph=g, criterion="+".join(steps), tian=bool(tian), method="mixed",
                                 backend=name, node_solved=_readonly(raw["node_solved"]),
                                 edge_solved=_readonly(raw["edge_solved"]), rounds=raw["rounds"], tests=0,
@@ -147,7 +214,8 @@ def trek_separation_identify(g: MixedGraph, *, tian: bool = True, subset_size_co
         SEMID's default restricted edgewise search; ``None`` for the exhaustive one.
     max_subset_size : int, default 3
     seed : int, default 0
-    backend : {"auto", "reference"}, default "auto"
+    backend : {"auto", "cpp", "reference"}, default "auto"
+        ``"cpp"``: the native per-edge trek-separation search (``max_subset_size <= 3``).
 
     Returns
     -------
@@ -178,7 +246,8 @@ def ancestral_identify(g: MixedGraph, *, tian: bool = True, backend: str = "auto
     ----------
     g : MixedGraph
     tian : bool, default True
-    backend : {"auto", "reference"}, default "auto"
+    backend : {"auto", "cpp", "reference"}, default "auto"
+        ``"cpp"``: the whole ancestral fixpoint natively (exact max-flows; the same answers).
 
     Returns
     -------

@@ -1,0 +1,229 @@
+// SEMID's ancestral identification step (ancestral.h), branch for branch as python/fastnips/causal/
+// _ref_ancestral.py (the oracle) runs it. For an unsolved node i:
+//   1. G1 = Tian component graph of i in the subgraph induced by an(i); A1 = ((S \ sib_G1(i)) ∪
+//      (V(G1) \ htr_G1(i))) ∩ V(G1). If |A1| >= |pa(i)|: solved iff a half-trek system in G1 reaches pa(i)
+//      from A1.
+//   2. Else B = (an(i) ∪ sib(an(i))) ∩ ((S ∪ (V \ htr(i))) \ ({i} ∪ sib(i))), H = induced by an({i} ∪ B),
+//      G2 = Tian component graph of i in H, A2 built as A1 but in H; solved iff |A2| >= |pa(i)| and a
+//      half-trek system in G2 reaches pa(i) from A2 ∩ V(G2).
+// The induced subgraphs are ancestrally closed, so their strongly connected components are those of the
+// whole graph; the half-trek systems are the exact incremental max-flow of maxflow.h on the component graph.
+#include "causal/ancestral.h"
+
+#include <memory>
+#include <vector>
+
+#include "causal/maxflow.h"
+#include "causal/mixed_graph.h"
+#include "common/interrupt.h"
+
+namespace fastnips::causal {
+
+using namespace detail;
+
+namespace {
+
+using Mask = std::vector<uint8_t>;
+
+// Nodes reachable from the marked nodes of `m` along adj (CSR off/adj), added to m.
+void close_along(Mask& m, const std::vector<i32>& off, const std::vector<i32>& adj) {
+  std::vector<i32> stack;
+  for (size_t v = 0; v < m.size(); ++v)
+    if (m[v]) stack.push_back(i32(v));
+  while (!stack.empty()) {
+    const i32 u = stack.back();
+    stack.pop_back();
+    for (i32 e = off[u]; e < off[u + 1]; ++e)
+      if (!m[adj[e]]) {
+        m[adj[e]] = 1;
+        stack.push_back(adj[e]);
+      }
+  }
+}
+
+// The Tian component graph of node i inside the ancestrally closed node set h: its nodes (global ids,
+// ascending; loc[v] = local id, -1 outside) and its graph (every edge into the component, the bidirected
+// edges inside it).
+struct CompGraph {
+  std::vector<i32> nodes, loc;
+  Graph cg;
+};
+
+std::unique_ptr<CompGraph> tian_component_graph(const Graph& g, const Mask& h, int i) {
+  Mask inC(size_t(g.n), 0), inV(size_t(g.n), 0);
+  std::vector<i32> stack{i};
+  inC[i] = 1;
+  while (!stack.empty()) {  // bidirected edges inside h and membership of one SCC join components
+    const i32 u = stack.back();
+    stack.pop_back();
+    auto visit = [&](i32 w) {
+      if (h[w] && !inC[w]) {
+        inC[w] = 1;
+        stack.push_back(w);
+      }
+    };
+    for (i32 e = g.sb_off[u]; e < g.sb_off[u + 1]; ++e) visit(g.sib[e]);
+    const i32 c = g.scc[u];
+    for (i32 k = g.scc_off[c]; k < g.scc_off[c + 1]; ++k) visit(g.scc_mem[k]);
+  }
+  auto out = std::make_unique<CompGraph>();
+  out->loc.assign(size_t(g.n), -1);
+  for (int v = 0; v < g.n; ++v)
+    if (inC[v]) {
+      inV[v] = 1;
+      for (i32 e = g.pa_off[v]; e < g.pa_off[v + 1]; ++e) inV[g.pa[e]] = 1;
+    }
+  for (int v = 0; v < g.n; ++v)
+    if (inV[v]) {
+      out->loc[v] = i32(out->nodes.size());
+      out->nodes.push_back(v);
+    }
+  std::vector<i32> d, b;
+  for (i32 v : out->nodes) {
+    if (!inC[v]) continue;
+    for (i32 e = g.pa_off[v]; e < g.pa_off[v + 1]; ++e) d.insert(d.end(), {out->loc[g.pa[e]], out->loc[v]});
+    for (i32 e = g.sb_off[v]; e < g.sb_off[v + 1]; ++e)
+      if (g.sib[e] > v && inC[g.sib[e]]) b.insert(b.end(), {out->loc[v], out->loc[g.sib[e]]});
+  }
+  out->cg = build_graph(int(out->nodes.size()), d.data(), i64(d.size() / 2), b.data(), i64(b.size() / 2), false);
+  return out;
+}
+
+// Whether a half-trek system in the component graph reaches all of pa(i) from the allowed global nodes.
+bool solves(const CompGraph& c, int i, const Mask& allowed) {
+  const int il = c.loc[i];
+  FlowSolver sol(c.cg);
+  auto buf = sol.make_buf();
+  sol.begin(il);
+  for (i32 v : c.nodes)
+    if (allowed[v] && sol.insert(il, c.loc[v], buf) == 2) return true;
+  return false;
+}
+
+// A = ((S ∩ V) \ sib_H(i)) ∪ (V \ htr_H(i)) for the node set V of graph `hg` (global ids `nodes`); returns |A|.
+int allowed_in(const Graph& hg, const std::vector<i32>& nodes, int il, const Mask& solved, Mask& allowed) {
+  int count = 0;
+  for (size_t l = 0; l < nodes.size(); ++l) {
+    const i32 v = nodes[l];
+    const bool a = (solved[v] && !tb(hg.sib_row(il), int(l))) || !tb(hg.htr_row(il), int(l));
+    allowed[v] = a;
+    count += a;
+  }
+  return count;
+}
+
+struct State {
+  const Graph& g;
+  Mask solved;
+  std::vector<std::unique_ptr<CompGraph>> first;  // G1 per node (independent of S), built on first use
+};
+
+// Branch 2: H = the subgraph induced by an({i} ∪ B).
+bool second_branch(State& s, int i, const Mask& an, Mask& allowed) {
+  const Graph& g = s.g;
+  Mask h(size_t(g.n), 0);
+  h[i] = 1;
+  for (int a = 0; a < g.n; ++a) {
+    if (!an[a]) continue;
+    auto consider = [&](i32 v) {
+      const bool excluded = v == i || tb(g.sib_row(i), v);
+      if (!excluded && (s.solved[v] || !tb(g.htr_row(i), v))) h[v] = 1;
+    };
+    consider(a);
+    for (i32 e = g.sb_off[a]; e < g.sb_off[a + 1]; ++e) consider(g.sib[e]);
+  }
+  close_along(h, g.pa_off, g.pa);
+  // A2 = ((S ∩ H) \ sib_H(i)) ∪ (H \ htr_H(i)), htr_H(i) = the descendants inside H of {i} ∪ sib_H(i)
+  Mask htr(size_t(g.n), 0);
+  std::vector<i32> stack{i};
+  htr[i] = 1;
+  for (i32 e = g.sb_off[i]; e < g.sb_off[i + 1]; ++e)
+    if (h[g.sib[e]]) {
+      htr[g.sib[e]] = 1;
+      stack.push_back(g.sib[e]);
+    }
+  while (!stack.empty()) {
+    const i32 u = stack.back();
+    stack.pop_back();
+    for (i32 e = g.ch_off[u]; e < g.ch_off[u + 1]; ++e)
+      if (h[g.ch[e]] && !htr[g.ch[e]]) {
+        htr[g.ch[e]] = 1;
+        stack.push_back(g.ch[e]);
+      }
+  }
+  int count = 0;
+  for (int v = 0; v < g.n; ++v) {
+    allowed[v] = h[v] && ((s.solved[v] && !tb(g.sib_row(i), v)) || !htr[v]);
+    count += allowed[v];
+  }
+  if (count < g.npa(i)) return false;
+  const auto c2 = tian_component_graph(g, h, i);
+  return solves(*c2, i, allowed);  // allowed nodes outside G2 are never offered
+}
+
+bool node_solvable(State& s, int i) {
+  const Graph& g = s.g;
+  Mask an(size_t(g.n), 0);
+  an[i] = 1;
+  close_along(an, g.pa_off, g.pa);
+  if (!s.first[i]) s.first[i] = tian_component_graph(g, an, i);
+  const CompGraph& c1 = *s.first[i];
+  Mask allowed(size_t(g.n), 0);
+  if (allowed_in(c1.cg, c1.nodes, c1.loc[i], s.solved, allowed) >= g.npa(i)) return solves(c1, i, allowed);
+  std::fill(allowed.begin(), allowed.end(), 0);
+  return second_branch(s, i, an, allowed);
+}
+
+}  // namespace
+
+AncestralResult ancestral_identify(int32_t n, const int32_t* directed, int64_t n_dir, const int32_t* bidirected,
+                                   int64_t n_bi) {
+  validate(n, directed, n_dir, bidirected, n_bi);
+  const Graph g = build_graph(n, directed, n_dir, bidirected, n_bi, false);
+  State s{g, Mask(size_t(n), 0), {}};
+  s.first.resize(size_t(n));
+  for (int v = 0; v < n; ++v) s.solved[v] = g.npa(v) == 0;
+  AncestralResult r;
+  for (bool changed = true; changed;) {  // Gauss-Seidel sweeps until one solves nothing
+    changed = false;
+    for (int i = 0; i < n; ++i) {
+      if (s.solved[i]) continue;
+      check_interrupt();
+      if (node_solvable(s, i)) s.solved[i] = changed = true;
+    }
+    r.rounds += changed;
+  }
+  r.node_solved = s.solved;
+  r.edge_solved.resize(size_t(n_dir));
+  for (i64 e = 0; e < n_dir; ++e) r.edge_solved[e] = s.solved[directed[2 * e + 1]];
+  return r;
+}
+
+std::vector<int32_t> htc_sweep(int32_t n, const int32_t* directed, int64_t n_dir, const int32_t* bidirected,
+                               int64_t n_bi, const uint8_t* solved) {
+  validate(n, directed, n_dir, bidirected, n_bi);
+  const Graph g = build_graph(n, directed, n_dir, bidirected, n_bi, false);
+  Mask s(solved, solved + n);
+  FlowSolver sol(g);
+  auto buf = sol.make_buf();
+  std::vector<int32_t> out;
+  for (int v = 0; v < n; ++v) {
+    if (s[v]) continue;
+    check_interrupt();
+    int count = 0;
+    for (int a = 0; a < n; ++a) count += (s[a] && !tb(g.sib_row(v), a)) || !tb(g.htr_row(v), a);
+    if (count < g.npa(v)) continue;
+    sol.begin(v);
+    bool ok = false;
+    for (int a = 0; a < n && !ok; ++a)
+      if ((s[a] && !tb(g.sib_row(v), a)) || !tb(g.htr_row(v), a)) ok = sol.insert(v, a, buf) == 2;
+    sol.release(v);
+    if (ok) {
+      s[v] = 1;
+      out.push_back(v);
+    }
+  }
+  return out;
+}
+
+}  // namespace fastnips::causal

@@ -1,0 +1,29 @@
+// Ancestral decomposition (Drton & Weihs 2016; SEMID 0.4.2 ancestralIdentifyStep and its fixpoint as
+// generalGenericID(steps = list(ancestralIdentifyStep), tianDecompose = FALSE) runs it): causal/ancestral.cpp.
+// Plain C++17. Same input conventions and checks as htc.h (StatusError on bad ids, self loops, duplicates);
+// polls interrupt_requested() once per node test.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace fastnips::causal {
+
+struct AncestralResult {
+  std::vector<uint8_t> edge_solved;  // per input directed edge: its head was solved
+  std::vector<uint8_t> node_solved;  // per node (parentless => 1)
+  int32_t rounds = 0;                // sweeps that solved at least one node
+};
+
+// The fixpoint of SEMID's ancestral step on one graph (no Tian decomposition here: the caller runs it per
+// Tian component graph). Exact max-flows (causal/maxflow.h), deterministic.
+AncestralResult ancestral_identify(int32_t n, const int32_t* directed, int64_t n_dir, const int32_t* bidirected,
+                                   int64_t n_bi);
+
+// One Gauss-Seidel sweep of SEMID's htcIdentifyStep (the "htc" step of generalGenericID's loop): nodes
+// 0..n-1 in turn; an unsolved node v (solved[v] == 0) with A_v = ((S \ sib(v)) ∪ (V \ htrFrom(v))) is solved
+// when |A_v| >= |pa(v)| and a half-trek system reaches pa(v) from A_v (exact max-flow), and joins S at once.
+// Returns the nodes it solved, in order.
+std::vector<int32_t> htc_sweep(int32_t n, const int32_t* directed, int64_t n_dir, const int32_t* bidirected,
+                               int64_t n_bi, const uint8_t* solved);
+
+}  // namespace fastnips::causal
