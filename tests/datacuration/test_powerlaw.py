@@ -169,3 +169,28 @@ def test_flat_curve_is_flagged_not_crashed():
 def test_extrapolate_needs_held_out_points():
     with pytest.raises(ValueError, match="no N above fit_max"):
         extrapolate([1, 2, 4, 8], [0.1, 0.2, 0.25, 0.3], fit_max=8)
+
+
+def test_mixed_replicate_counts_bootstrap():
+    """Some N with replicates, some with one value: the residual bootstrap of the per-N means (it crashed with a
+    numpy broadcasting error before)."""
+    rng = np.random.default_rng(8)
+    N = np.array([2, 4, 4, 8, 16, 16, 32, 64, 128])
+    y = 0.9 - 0.5 * N**-0.7 * np.exp(0.05 * rng.standard_normal(N.size))
+    fit = fit_power_law(N, y, n_boot=200)
+    assert fit.boot.shape == (200, 3)
+    assert np.isfinite(fit.boot).all()
+    assert fit.c_ci[0] <= fit.c <= fit.c_ci[1]
+    assert fit.c_ci[0] < 0.7 < fit.c_ci[1]
+
+
+def test_a_single_search_row_does_not_give_a_zero_width_interval():
+    """Resampling whole searches from one search repeats it: the interval collapsed to one value (that did not
+    even hold the point estimate). One row is now fitted like its flat pairs."""
+    Y = random_search_curves(2, 256, 1, seed=2)
+    N = np.array([4, 8, 16, 32, 64, 128, 256])
+    fit = fit_power_law(N, Y[:, N - 1], n_boot=200)
+    flat = fit_power_law(N, Y[0, N - 1], n_boot=200)
+    assert fit.c_ci[1] - fit.c_ci[0] > 0.1
+    assert fit.c_ci[0] <= fit.c <= fit.c_ci[1]
+    assert (fit.c, fit.c_ci) == (flat.c, flat.c_ci)

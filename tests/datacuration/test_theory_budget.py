@@ -108,3 +108,20 @@ def test_frontier_bad_budgets():
         quality_quantity_frontier((0.9, 0.3, 0.5), [], 1.0, (1.0, 0.5))
     with pytest.raises(ValueError, match="budget must be finite and > 0"):
         quality_quantity_frontier((0.9, 0.3, 0.5), [10.0, -1.0], 1.0, (1.0, 0.5))
+
+
+def test_allocate_compute_equals_brute_force_and_handles_huge_budgets():
+    """The refined optimum is the integer argmax of S(N) (brute force over every N), and a budget of 1e13 runs
+    no longer asks for a 10 TiB array of candidate N (it raised MemoryError)."""
+    rng = np.random.default_rng(11)
+    for _ in range(20):
+        curve = (0.9, float(rng.uniform(0.05, 2.0)), float(rng.uniform(0.05, 1.5)))
+        law = (float(10 ** rng.uniform(-3, 2)), float(rng.uniform(0.1, 1.5)))
+        C = float(10 ** rng.uniform(2, 5.5))
+        s = allocate_compute(curve, budget=C, run_cost=1.0, final_law=law)
+        N = np.arange(1, math.ceil(C), dtype=np.float64)
+        S = curve[0] - curve[1] * N ** -curve[2] - law[0] * (C - N) ** -law[1]
+        assert s.predicted == pytest.approx(S.max(), rel=0, abs=1e-12)
+    big = allocate_compute((0.9, 1.0, 0.1), budget=1e13, run_cost=1.0, final_law=(1e-3, 1.0))
+    S = lambda n: 0.9 - n ** -0.1 - 1e-3 * (1e13 - n) ** -1.0
+    assert S(big.n_runs) >= max(S(big.n_runs - 1.0), S(big.n_runs + 1.0))

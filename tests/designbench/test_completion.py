@@ -12,7 +12,7 @@ from fastnips.designbench import completion_metrics, completion_scores
 def test_by_hand():
     r = completion_scores({"logo": [0, 0, 10, 10]}, {"logo": [0, 0, 10, 5], "title": [0, 20, 50, 10]})
     assert r == {"miou": 0.25, "coverage": 0.5, "hallucination": 0.0}
-    # positional: the second true box has no prediction; the extra two predictions are hallucinated
+    # positional: the second true box has no prediction (coverage 1/2); the one prediction is matched (no hallucination)
     r = completion_scores([[0, 0, 1, 1]], [[0, 0, 1, 1], [5, 5, 1, 1]])
     assert r == {"miou": 0.5, "coverage": 0.5, "hallucination": 0.0}
     r = completion_scores({"x": [0, 0, 1, 1], "y": [0, 0, 1, 1], "a": [0, 0, 2, 2]}, {"a": [0, 0, 2, 2]})

@@ -104,3 +104,11 @@ def test_refusals():
         detection_map(gt, gt, iou_thresholds=[0.0])
     with pytest.raises(ValueError, match="interpolation"):
         detection_map(gt, gt, interpolation="coco")
+
+
+def test_non_numeric_and_non_finite_scores_are_refused():
+    gt = [[_box(0, 0, 1, 1)]]
+    with pytest.raises(ValueError, match=r"predictions\[0\]\[0\]: score must be a number"):
+        detection_map([[_box(0, 0, 1, 1, score="high")]], gt)
+    with pytest.raises(ValueError, match="scores contains NaN"):  # was a silent AP of 0.5
+        average_precision([np.nan, 1.0], [True, False], 1)

@@ -128,3 +128,15 @@ def test_metrics_on_the_real_fixture_layouts_equal_lica_gdb(gdb_layout, gdb_temp
     ours = matching_scores([str(v) for v in labels], y)
     assert all(ours[k] == pytest.approx(ref[k], abs=1e-12) for k in ref)
     assert labels == y  # the two real sibling / non-sibling pairs are told apart by their fonts
+
+
+def test_repeated_layout_ids_and_bad_limits_are_refused(tmp_path):
+    """A layout id in two template folders used to replace the first layout silently (the templates still listed
+    both); limit=-1 silently dropped the last layout."""
+    root = _dataset(tmp_path)
+    _write(root / "lica-data" / "layouts" / "T2" / "L1.json", {"width": 1, "height": 1, "components": []})
+    with pytest.raises(ValueError, match=r"layout id 'L1' also in .*T1"):
+        load_gdb(root)
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="limit"):
+            load_gdb(root, limit=bad)

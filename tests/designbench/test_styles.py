@@ -123,3 +123,10 @@ def _has_skimage() -> bool:
     except ImportError:
         return False
     return True
+
+
+def test_non_finite_lab_colours_are_refused():
+    with pytest.raises(ValueError, match="finite"):  # was a silent NaN with lab=True
+        delta_e([np.nan, 0, 0], [0, 0, 0], lab=True)
+    with pytest.raises(ValueError, match="finite"):
+        delta_e([0, 0, 0], [np.inf, 0, 0], method="rgb")

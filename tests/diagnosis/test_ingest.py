@@ -91,3 +91,45 @@ def test_errors(tmp_path):
         ingest(tmp_path, year=0)
     with pytest.raises(TypeError, match="Event"):
         merge_events([Event(0.0, "n", "xid", "", "xid", "1", "info", "")], ["not an event"])
+
+
+def test_default_year_follows_the_file_so_sources_share_one_window(tmp_path):
+    """A syslog Xid 48 and the nvidia-smi report of the same minute are one incident: with the old fixed default
+    year (2000) the kernel line landed 26 years before the dated XML report, in a window of its own."""
+    import calendar
+    import os
+
+    from fastnips.diagnosis import diagnose
+
+    node = tmp_path / "n1"
+    node.mkdir()
+    kern = node / "kern.log"
+    kern.write_text("Dec  2 21:00:05 n1 kernel: NVRM: Xid (PCI:0000:5e:00): 48, pid=7, DBE (0x0) detected\n"
+                    "Dec 31 23:59:00 n1 kernel: NVRM: Xid (PCI:0000:5e:00): 79, pid=7, GPU has fallen off the bus.\n")
+    (node / "nvidia-smi.xml").write_text(SMI)  # <timestamp>Wed Dec  2 21:00:00 2026</timestamp>
+    written = calendar.timegm((2026, 12, 2, 22, 0, 0, 0, 0, 0))
+    os.utime(kern, (written, written))
+    ev = ingest(tmp_path)
+    xid = [e for e in ev if e.source == "xid"]
+    # Dec 2 falls before the file's time: 2026; Dec 31 would lie after it: the year before
+    assert [e.time for e in xid] == [calendar.timegm((2025, 12, 31, 23, 59, 0, 0, 0, 0)),
+                                     calendar.timegm((2026, 12, 2, 21, 0, 5, 0, 0, 0))]
+    d = [x for x in diagnose(ev) if x.start > calendar.timegm((2026, 1, 1, 0, 0, 0, 0, 0, 0))]
+    assert len(d) == 1
+    assert "xid48" in dict(d[0].evidence)
+    assert ingest(tmp_path, year=2026) != ev  # an explicit year still wins (Dec 31 2026 then)
+    assert [e.time for e in ingest(kern, year=2000)] == [calendar.timegm((2000, 12, 2, 21, 0, 5, 0, 0, 0)),
+                                                          calendar.timegm((2000, 12, 31, 23, 59, 0, 0, 0, 0))]
+
+
+def test_a_byte_order_mark_does_not_hide_the_first_line(tmp_path):
+    """A UTF-8 BOM glued to the first syslog line defeated its stamp and host (time 0, node from the file name),
+    and made a DCGM JSON report 'not a JSON document'."""
+    line = "Dec  2 21:00:01 n1 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus."
+    (tmp_path / "kern.log").write_bytes(b"\xef\xbb\xbf" + line.encode() + b"\n")
+    (e,) = ingest(tmp_path / "kern.log", year=2026)
+    assert (e.node, e.time) == ("n1", ingest_text(line, year=2026)[0].time)
+    assert ingest_text("\ufeff" + line, year=2026) == ingest_text(line, year=2026)
+    (tmp_path / "dcgm.json").write_bytes(b"\xef\xbb\xbf" + json.dumps(DIAG3).encode())
+    assert ingest(tmp_path / "dcgm.json") == ingest_text(json.dumps(DIAG3), "dcgm",
+                                                         time=(tmp_path / "dcgm.json").stat().st_mtime)

@@ -291,3 +291,25 @@ def test_bad_arguments_name_the_argument():
         parse_log_lines("", boot_time=float("inf"))
     with pytest.raises(TypeError, match="node"):
         parse_sel_text("", node=3)
+
+
+def test_xid74_non_fatal_is_not_critical():
+    """'non-fatal' contains 'fatal': the old substring test made a non-fatal NVLink error critical."""
+    head = "2026-12-02T21:00:01Z h kernel: NVRM: Xid (PCI:0000:5e:00): 74, pid=7, NVLink: "
+    for tail, sev in (("non-fatal error detected on link 1", "error"), ("Nonfatal error on link 1", "error"),
+                      ("fatal error detected on link 3", "critical"), ("Fatal error detected", "critical")):
+        (e,) = parse_log_text(head + tail)
+        assert e.severity == sev, tail
+        assert parse_log_lines(head + tail) == [e]
+
+
+def test_syslog_priority_prefix_keeps_the_stamp_and_host():
+    """Forwarded syslog keeps the <PRI> (RFC 5424 adds a version): the stamp and host were lost (time = boot_time,
+    node = the caller's), silently."""
+    xid = "kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus."
+    for line in (f"<4>1 2026-12-02T21:00:01Z gpu-07 {xid}", f"<4>Dec  2 21:00:01 gpu-07 {xid}"):
+        (e,) = parse_log_text(line, "fallback", year=2026)
+        assert (e.time, e.node) == (utc(2026, 12, 2, 21, 0, 1), "gpu-07"), line
+        assert parse_log_lines(line, "fallback", year=2026) == [e]
+    (e,) = parse_log_text("<4>[   12.5] NVRM: Xid (PCI:0000:3b:00): 79, x", boot_time=100.0)  # dmesg -r
+    assert e.time == 112.5

@@ -198,3 +198,48 @@ def test_batched_quadratic_gradients_do_not_depend_on_the_batch():
         assert torch.equal(b, gy[i])
         ref = p.A_i[i] @ X[i] + p.B @ Y[i]
         assert 0 < float((a - ref).norm()) < 1.0  # the noise: sigma 0.1 in 10 dimensions
+
+
+def test_periodic_mixing_is_not_called_disconnected_and_traffic_counts_neighbours():
+    """A connected bipartite W without self-weights has spectral gap 0 because it is periodic, not disconnected;
+    a zero self-weight must not shrink the counted traffic (each node here sends to two neighbours)."""
+    with pytest.raises(ValueError, match="periodic"):
+        check_mixing(np.array([[0.0, 1.0], [1.0, 0.0]]))
+    with pytest.raises(ValueError, match="disconnected"):
+        check_mixing(np.eye(2))
+    t = check_mixing(np.array([[0.0, 0.5, 0.5], [0.5, 0.0, 0.5], [0.5, 0.5, 0.0]]))
+    res = decentralized_minimax(Quadratic(5.0, nodes=3), t, steps=2)
+    assert res.floats_sent_per_step == 2 * 2 * (10 + 10)  # dsgda mixes x, y and both trackers: 2 vectors per side
+    assert t.edges == 3
+    assert ring(4).edges == 4
+    assert decentralized_minimax(Quadratic(5.0, nodes=3), ring(3), steps=2).floats_sent_per_step == 80
+
+
+@pytest.mark.parametrize(("kw", "match"), [({"lr": float("inf")}, "lr must be a finite"),
+                                           ({"r1": float("nan")}, "r1"), ({"lr": True}, "lr"),
+                                           ({"tol": float("nan")}, "tol"), ({"tol": -1.0}, "tol"),
+                                           ({"x0": torch.full((10,), float("nan"))}, "x0 must be finite"),
+                                           ({"steps": 2.5}, "steps")])
+def test_non_finite_arguments_are_refused(kw, match):
+    """lr=inf and a NaN start used to run and return a NaN history; tol=NaN silently never stopped."""
+    with pytest.raises(ValueError, match=match):
+        decentralized_minimax(Quadratic(5.0, nodes=2), ring(2), **{"steps": 3, **kw})
+    with pytest.raises(ValueError, match="kappa must be finite"):
+        Quadratic(float("inf"), nodes=2)  # was numpy's LinAlgError
+
+
+def test_numpy_integer_steps_are_accepted():
+    r = decentralized_minimax(Quadratic(5.0, nodes=2), ring(2), steps=np.int64(3), record_every=np.int64(1))
+    assert [h["step"] for h in r.history] == [1, 2, 3]
+
+
+def test_the_last_step_is_always_recorded():
+    """steps=25, record_every=10 used to end the history at step 20, so summaries (`fastnips minimax --steps 5`
+    printed steps=1) reported an earlier iterate than the one returned."""
+    p = Quadratic(5.0, nodes=2)
+    r = decentralized_minimax(p, ring(2), steps=25, record_every=10)
+    assert [h["step"] for h in r.history] == [1, 10, 20, 25]
+    assert r.history[-1]["stationarity"] == p.stationarity(r.x.mean(0), r.y.mean(0))
+    from fastnips.optim.launch import run
+
+    assert run("quadratic", nodes=4, steps=5)["steps"] == 5  # the command's summary line (it said steps=1)

@@ -18,7 +18,9 @@ Choices the paper leaves open: the final-run law is an additive power-law shortf
 :math:`B F^{-\beta}` (the form of compute scaling laws; fit it with
 :func:`~fastnips.datacuration.fit_loglog` on a few final-scale runs, ``prefactor`` = B, ``exponent`` =
 :math:`-\beta`), and the two terms add (the recipe's gain does not change the final law's exponent). The
-optimum is found by scanning every integer N on a log grid and then its neighbours, so no concavity is assumed.
+optimum is found by scanning N on a log grid and then the integers between the best grid point's neighbours
+(a ternary search where that bracket is wide): exact because :math:`S` is concave in N (both terms are, for
+:math:`b, B \ge 0`), and memory stays bounded for any budget.
 """
 
 from __future__ import annotations
@@ -144,7 +146,11 @@ def allocate_compute(curve: PowerLawFit | tuple, budget: float, run_cost: float,
     N = np.unique(np.round(np.geomspace(1, n_max, min(n_max, 400))).astype(np.int64))
     s = score(N.astype(np.float64))
     j = int(np.argmax(s))
-    lo, hi = N[max(j - 1, 0)], N[min(j + 1, N.size - 1)]
+    lo, hi = int(N[max(j - 1, 0)]), int(N[min(j + 1, N.size - 1)])
+    while hi - lo > 64:  # S is concave in N: a ternary search keeps the bracket's maximum in O(log) steps
+        m1, m2 = lo + (hi - lo) // 3, hi - (hi - lo) // 3
+        s1, s2 = score(np.array([float(m1), float(m2)]))
+        lo, hi = (m1 + 1, hi) if s1 < s2 else (lo, m2)
     near = np.arange(lo, hi + 1, dtype=np.int64)
     sn = score(near.astype(np.float64))
     n_star = int(near[int(np.argmax(sn))])

@@ -28,7 +28,8 @@ Choices the paper leaves open, with the reasons:
   N needs two or more; deviations from the N's mean scaled by :math:`\sqrt{m/(m-1)}` as in
   :func:`~fastnips.datacuration.fit_loglog`), redo the profile (with the resample's own best observation as
   constraint), and take percentiles. A single search's best-so-far curve is serially dependent, so with one
-  value per N a residual bootstrap of the log-gap line is used and the interval is optimistic; run
+  value at some N a residual bootstrap of the log-gap line through the per-N means is used and the interval is
+  optimistic; run
   independent replicate searches (as the testbed does) for honest intervals.
 * ``n_min``: the smallest N used; the pre-asymptotic region (N of a few) bends the curve.
 
@@ -163,6 +164,8 @@ def _as_pairs(N, best):
                          f"{np.shape(N)}")
     if np.unique(np.asarray(N)).size != Y.shape[1]:
         raise ValueError("with a 2-D best (searches x N), the values of N must be distinct")
+    if Y.shape[0] == 1:  # one search cannot be resampled: the single-curve (residual) bootstrap, as for flat pairs
+        return np.asarray(N), Y[0], None
     return np.tile(np.asarray(N), Y.shape[0]), Y.ravel(), np.repeat(np.arange(Y.shape[0]), Y.shape[1])
 
 
@@ -197,11 +200,15 @@ def _boot_samples(u, ya, groups, point, n_boot, rng, search):
         return out
     if min(g.size for g in groups) >= 2:  # within-N resampling, deviations scaled by sqrt(m/(m-1))
         return within_group_resample(ya, groups, n_boot, rng)
-    order = np.concatenate(groups)
-    a, b, c = point  # one value per N: resample the log-gap residuals of the line
-    fitted = np.log(b) - c * u  # u is per group, groups are singletons here
-    resid = (np.log(a - ya[order]) - fitted) * math.sqrt(u.size / max(u.size - 2, 1))
-    out[:, order] = a - np.exp(fitted[None, :] + resid[rng.integers(0, u.size, size=(n_boot, u.size))])
+    # one value at some N: resample the log-gap residuals of the line through the per-N means (the points the fit
+    # uses); every member of a group takes its group's resampled mean (with singleton groups: the values themselves)
+    a, b, c = point
+    fitted = np.log(b) - c * u  # u is per group
+    ybar = np.array([ya[g].mean() for g in groups])
+    resid = (np.log(a - ybar) - fitted) * math.sqrt(u.size / max(u.size - 2, 1))
+    sim = a - np.exp(fitted[None, :] + resid[rng.integers(0, u.size, size=(n_boot, u.size))])
+    for j, g in enumerate(groups):
+        out[:, g] = sim[:, j:j + 1]
     return out
 
 
@@ -220,7 +227,8 @@ def fit_power_law(N: ArrayLike, best: ArrayLike, *, asymptote: float | None = No
     best : array_like, shape (n,) or (S, G)
         The best quality found after ``N[i]`` runs (higher is better; negate a loss). 2-D: row s is search
         s's best-so-far at each of the G distinct ``N``; the bootstrap then resamples whole searches (the right
-        unit: one search's values at different N are dependent).
+        unit: one search's values at different N are dependent). A single row is fitted as flat pairs (one search
+        cannot be resampled; see the module docstring for that interval).
     asymptote : float, optional
         The known optimum :math:`a`; then only the log-gap line is fitted.
     upper : float, optional

@@ -140,6 +140,8 @@ def delta_e(rgb1: object, rgb2: object, *, method: str = "ciede2000", lab: bool 
     a, b = np.asarray(rgb1, dtype=np.float64), np.asarray(rgb2, dtype=np.float64)
     if a.shape[-1:] != (3,) or b.shape[-1:] != (3,):
         raise ValueError(f"colours must have a last axis of 3, got {a.shape} and {b.shape}")
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        raise ValueError("colours must be finite (rgb1 or rgb2 holds NaN or inf)")
     if method == "rgb":
         if lab:
             raise ValueError("lab=True needs method='ciede2000'")

@@ -49,7 +49,10 @@ def _flatten(items: Sequence, name: str, with_score: bool):
             boxes.append(o["bbox"])
             labels.append(str(o["label"]))
             if with_score:
-                s = float(o.get("score", 0.0))
+                try:
+                    s = float(o.get("score", 0.0))
+                except (TypeError, ValueError):
+                    raise ValueError(f"{name}[{i}][{k}]: score must be a number, got {o.get('score')!r}") from None
                 if not np.isfinite(s):
                     raise ValueError(f"{name}[{i}][{k}]: score is NaN or infinite")
                 scores.append(s)
@@ -143,6 +146,8 @@ def average_precision(scores: object, hits: object, n_gt: int, *, interpolation:
     h = np.asarray(hits, dtype=bool)
     if s.shape != h.shape or s.ndim != 1:
         raise ValueError(f"scores and hits must be 1-d of the same length, got {s.shape} and {h.shape}")
+    if not np.isfinite(s).all():
+        raise ValueError("scores contains NaN or infinite values (their rank is undefined)")
     if interpolation not in ("voc11", "all"):
         raise ValueError(f"interpolation must be 'voc11' or 'all', got {interpolation!r}")
     if int(n_gt) < int(h.sum()):

@@ -95,7 +95,8 @@ def load_gdb(root: str | Path, *, limit: int | None = None) -> GDBDataset:
     FileNotFoundError
         When the folder or its ``layouts/`` tree is missing or holds no layout JSON.
     ValueError
-        When a layout file is not valid JSON or not a layout (the file is named).
+        When a layout file is not valid JSON or not a layout, or its id repeats one of another template (the files
+        are named); a bad ``limit``.
 
     Examples
     --------
@@ -103,6 +104,8 @@ def load_gdb(root: str | Path, *, limit: int | None = None) -> GDBDataset:
     Traceback (most recent call last):
     FileNotFoundError: GDB dataset root /nonexistent: missing ...
     """
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ValueError(f"limit must be a positive integer or None, got {limit!r}")
     base = Path(root).expanduser()
     if not base.is_dir():
         raise FileNotFoundError(f"GDB dataset root {base}: missing (no such folder)")
@@ -120,6 +123,10 @@ def load_gdb(root: str | Path, *, limit: int | None = None) -> GDBDataset:
             lay = Layout.from_gdb(obj, layout_id=f.stem, template_id=f.parent.name)
         except ValueError as e:
             raise ValueError(f"{f}: {e}") from None
+        if f.stem in ds.layouts:  # layout ids key the dataset: a repeat would silently replace a layout
+            first = core / "layouts" / ds.layouts[f.stem].template_id / f.name
+            raise ValueError(f"{f}: layout id {f.stem!r} also in {first} (layout ids must be unique across "
+                             "templates)")
         ds.layouts[f.stem] = lay
         ds.templates.setdefault(f.parent.name, []).append(f.stem)
     meta = core / "metadata.csv"

@@ -21,8 +21,9 @@ def _stamp(t: float) -> str:
 @click.command("diagnose")
 @click.argument("logdir", type=click.Path(exists=True))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object: events and diagnoses per node.")
-@click.option("--year", default=2000, show_default=True, type=click.IntRange(1970, 9999),
-              help="Year of log stamps that carry none (BSD syslog, glog).")
+@click.option("--year", default=None, type=click.IntRange(1970, 9999),
+              help="Year of log stamps that carry none (BSD syslog, glog); default: the year each log file was "
+                   "last modified (the year before for stamps after that).")
 @click.option("--boot-time", default=0.0, show_default=True, type=float,
               help="Seconds since the epoch added to bare dmesg stamps (seconds since boot).")
 @click.option("--gap", default=1800.0, show_default=True, type=click.FloatRange(0, min_open=True),

@@ -83,9 +83,10 @@ class Diagnosis:
 
     Attributes: ``node``; ``start``, ``end`` (seconds since the epoch); ``fault`` (one of
     :data:`~fastnips.diagnosis.FAULTS` or ``"none"``); ``action`` and ``action_text`` (the recommended repair,
-    :data:`~fastnips.diagnosis.ACTIONS`); ``confidence`` (the rule score's share of the total, or the model's
-    probability); ``method`` (``"rules"`` or ``"model"``); ``component`` (the part most implicated); ``evidence``
-    (the tokens behind the fault with their counts, most frequent first); ``n_events``.
+    :data:`~fastnips.diagnosis.ACTIONS`); ``confidence`` (the rule score's share of the total; for ``"none"``
+    from the rules, ``1 - best_score / (2 * MIN_SCORE)`` in (0.5, 1], 1 when there is no evidence at all; or the
+    model's probability); ``method`` (``"rules"`` or ``"model"``); ``component`` (the part most implicated);
+    ``evidence`` (the tokens behind the fault with their counts, most frequent first); ``n_events``.
     """
 
     node: str

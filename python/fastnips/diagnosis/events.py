@@ -33,8 +33,11 @@ class Event(NamedTuple):
     Attributes
     ----------
     time : float
-        Seconds since the Unix epoch (UTC). Stamps without a year (BSD syslog, glog) take the ``year`` given to
-        the parser; stamps relative to boot (bare ``dmesg``) are offset by ``boot_time``.
+        Seconds since the Unix epoch (UTC). Stamps without a zone (BSD syslog, ``dmesg -T``, glog, SEL,
+        nvidia-smi's ``<timestamp>``) are read as UTC, although those tools print local time: on hosts not kept
+        in UTC, shift the events (RFC 3339 stamps with an offset are converted). Stamps without a year (BSD
+        syslog, glog) take the ``year`` given to the parser; stamps relative to boot (bare ``dmesg``) are offset
+        by ``boot_time``.
     node : str
         Host name (from the syslog header, else the name the caller gives the file).
     source : str

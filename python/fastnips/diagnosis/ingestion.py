@@ -2,25 +2,28 @@
 
 Files are read in bounded chunks cut at line ends (:data:`CHUNK` characters), so a log of any size needs memory
 for one chunk plus its events; structured documents are refused above
-:data:`~fastnips.diagnosis.structured.MAX_DOC`. Bytes that are not UTF-8 are replaced, never fatal.
+:data:`~fastnips.diagnosis.structured.MAX_DOC`. Bytes that are not UTF-8 are replaced, never fatal; a leading
+UTF-8 byte-order mark is dropped (it would hide the first line's time stamp and make a JSON report unreadable).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import time as _time
 from collections.abc import Iterable
 from pathlib import Path
 
 from .events import Event, check_name, check_year, merge_events
 from .structured import MAX_DOC, parse_dcgm_json, parse_nvidia_smi_xml
-from .text import _SEL, parse_log_text, parse_sel_text
+from .text import _SEL, _stamp, parse_log_text, parse_sel_text
 
 __all__ = ["FORMATS", "detect_format", "ingest", "ingest_text"]
 
 FORMATS = ("log", "sel", "dcgm", "smi")
 CHUNK = 8 << 20  # characters of a text log parsed at once
 MAX_FILES = 100_000
+YEAR_SLACK = 2 * 86400.0  # seconds a year-less stamp may lie after its file's modification time (clock skew)
 
 
 def detect_format(head: str) -> str:
@@ -78,6 +81,7 @@ def ingest_text(text: str, node: str = "", *, fmt: str | None = None, year: int 
         raise TypeError(f"text: expected a str, got {type(text).__name__}")
     check_name(node)
     check_year(year, boot_time)
+    text = text[1:] if text.startswith("\ufeff") else text  # a byte-order mark is not part of the first line
     if fmt is None:
         fmt = detect_format(text[:65536])
     if fmt == "log":
@@ -92,7 +96,7 @@ def ingest_text(text: str, node: str = "", *, fmt: str | None = None, year: int 
 
 
 def _chunks(path: Path) -> Iterable[str]:
-    with open(path, encoding="utf-8", errors="replace", newline="") as f:
+    with open(path, encoding="utf-8-sig", errors="replace", newline="") as f:
         carry = ""
         while True:
             block = f.read(CHUNK)
@@ -115,15 +119,35 @@ def _node_of(path: Path, root: Path) -> str:
     return rel.parts[0] if len(rel.parts) > 1 else path.name.split(".", 1)[0]
 
 
-def _ingest_file(path: Path, node: str, year: int, boot_time: float) -> list[Event]:
-    with open(path, encoding="utf-8", errors="replace", newline="") as f:
+def _file_year(path: Path) -> tuple[int, float]:
+    """(UTC year of the file's modification time, clamped to the stamps' range; the time itself)."""
+    mtime = path.stat().st_mtime
+    year = _time.gmtime(min(max(mtime, 0.0), 253402300799.0)).tm_year
+    return min(max(year, 1970), 9999), mtime
+
+
+def _year_back(events: list[Event], year: int, mtime: float, boot_time: float) -> list[Event]:
+    """Year-less stamps (BSD syslog, glog) that would lie after the file was last written belong to the year
+    before (a log of December read in January); stamps that carry their year are left as they are."""
+    out = []
+    for e in events:
+        if e.time > mtime + YEAR_SLACK and year > 1970:
+            t = _stamp(e.raw, year - 1, boot_time)[0]
+            if e.time - 367 * 86400.0 <= t < e.time:  # the same stamp a year earlier (not Feb 29 -> boot_time)
+                e = e._replace(time=t)
+        out.append(e)
+    return out
+
+
+def _ingest_file(path: Path, node: str, year: int | None, boot_time: float) -> list[Event]:
+    with open(path, encoding="utf-8-sig", errors="replace", newline="") as f:
         head = f.read(65536)
     fmt = detect_format(head)
     if fmt in ("dcgm", "smi"):
         size = path.stat().st_size
         if size > 4 * MAX_DOC:
             raise ValueError(f"{path}: {size:,} bytes, too large for a {fmt} report")
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = path.read_text(encoding="utf-8-sig", errors="replace")
         mtime = path.stat().st_mtime
         try:
             if fmt == "smi":  # its own <timestamp> first, the file's time only where it has none
@@ -131,15 +155,18 @@ def _ingest_file(path: Path, node: str, year: int, boot_time: float) -> list[Eve
             return parse_dcgm_json(text, node, time=mtime)
         except ValueError as exc:
             raise ValueError(f"{path}: {exc}") from None
+    guess = year is None and fmt == "log"
+    if guess:
+        year, mtime = _file_year(path)
     parse = parse_sel_text if fmt == "sel" else (
         lambda chunk, n: parse_log_text(chunk, n, year=year, boot_time=boot_time))
     out: list[Event] = []
     for chunk in _chunks(path):
         out.extend(parse(chunk, node))
-    return out
+    return _year_back(out, year, mtime, boot_time) if guess else out
 
 
-def ingest(path: str | os.PathLike, *, node: str | None = None, year: int = 2000,
+def ingest(path: str | os.PathLike, *, node: str | None = None, year: int | None = None,
            boot_time: float = 0.0) -> list[Event]:
     """The sorted, de-duplicated events of a file or of every file under a folder.
 
@@ -154,13 +181,20 @@ def ingest(path: str | os.PathLike, *, node: str | None = None, year: int = 2000
     path : str or path-like
         A file or a folder.
     node : str or None
-    year, boot_time : int, float
+    year : int or None
+        The year of stamps that carry none (BSD syslog, glog). None (the default) takes, per text log, the UTC year
+        of the file's modification time, and the year before for a stamp that would lie more than
+        :data:`YEAR_SLACK` after it (a December log read in January): so syslog lines and the dated DCGM /
+        nvidia-smi reports of one incident land in the same window. A fixed year (the parsers' 2000) would put
+        them decades apart.
+    boot_time : float
         As in :func:`~fastnips.diagnosis.parse_log_text`.
 
     Returns
     -------
     list of Event
-        Sorted and de-duplicated: ingesting the same files twice, or in any order, gives the same list.
+        Sorted and de-duplicated: ingesting the same files twice, or in any order, gives the same list (with
+        ``year=None`` the times of year-less stamps follow the files' modification times).
 
     Raises
     ------
@@ -171,7 +205,7 @@ def ingest(path: str | os.PathLike, *, node: str | None = None, year: int = 2000
     """
     if node is not None:
         check_name(node)
-    check_year(year, boot_time)
+    check_year(2000 if year is None else year, boot_time)
     root = Path(path)
     if not root.exists():
         raise FileNotFoundError(f"path: {str(path)!r} does not exist")

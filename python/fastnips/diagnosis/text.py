@@ -13,8 +13,9 @@ Formats (written from the documentation, see the golden tests):
   type=Physical Layer, (Receiver ID)`` and the status-bit lines ``<dev>:    [ 0] RxErr``.
 * NCCL: ``host:pid:tid [dev] NCCL WARN <msg>``, the ``ncclRemoteError`` / ``ncclSystemError`` results, and
   PyTorch's ``Watchdog caught collective operation timeout: WorkNCCL(SeqNum=.., OpType=ALLREDUCE, ..)``.
-* Line prefixes: RFC 3339 (``2026-12-02T21:00:01.5+00:00 host kernel:``), BSD syslog (``Dec  2 21:00:01 host
-  kernel:``, no year: ``year``), ``dmesg -T`` (``[Wed Dec  2 21:00:01 2026]``), bare ``dmesg`` (``[ 12.5]``,
+* Line prefixes: RFC 3339 (``2026-12-02T21:00:01.5+00:00 host kernel:``, also after an RFC 5424 / forwarded
+  syslog priority ``<34>1 ``), BSD syslog (``Dec  2 21:00:01 host kernel:``, no year: ``year``; also after
+  ``<34>``), ``dmesg -T`` (``[Wed Dec  2 21:00:01 2026]``), bare ``dmesg`` (``[ 12.5]``,
   seconds since boot: ``boot_time``), glog (``E1202 21:10:00.123456``, no year). A line with no stamp gets
   ``boot_time``.
 * SEL, ``ipmitool sel elist``: ``   1 | 12/02/2026 | 21:00:01 | Power Supply PSU1 | Power Supply AC lost |
@@ -62,13 +63,18 @@ _PREFIX = re.compile(r"(?:(?P<mon>[A-Z][a-z]{2}) {1,2}(?P<day>\d{1,2}) (?P<hms>\
                      r"|\[(?:[A-Z][a-z]{2}) (?P<tmon>[A-Z][a-z]{2}) {1,2}(?P<tday>\d{1,2}) (?P<thms>\d\d:\d\d:\d\d) "
                      r"(?P<tyear>\d{4})\])")
 _ISO_HOST = re.compile(r"[ \t]+([\w.-]{1,64})")
+_PRI = re.compile(r"<\d{1,3}>(?:1 )?(?=\d{4}-|[A-Z][a-z]{2} )")
 _UPTIME = re.compile(r"\[ {0,12}(\d{1,10}\.\d{1,9})\]")
 _GLOG = re.compile(r"\b[EWIF](\d{4}) (\d\d:\d\d:\d\d)(\.\d{1,9})?\b")
+_FATAL = re.compile(r"(?<!non-)(?<!non )\bfatal", re.IGNORECASE)
 _RANK = re.compile(r"\[(?:PG \d{1,6} )?Rank (\d{1,6})\]")
 
 
 def _stamp(line: str, year: int, boot_time: float) -> tuple[float, str]:
     """(seconds since the epoch, host or "") of the line's prefix."""
+    pri = _PRI.match(line)  # RFC 5424 / forwarded syslog: "<34>1 2026-12-02T..." or "<34>Dec  2 ..."
+    if pri:
+        line = line[pri.end():]
     m = ISO.match(line)
     if m:
         t = iso_time(m)
@@ -104,7 +110,7 @@ def _event_from(rule: int, m: re.Match, line: str, node: str, year: int, boot_ti
         info = xid_info(code)
         comp = f"{m[1].lower()}.{m[2] or '0'}"
         sev = info.severity
-        if code == 74 and "fatal" not in m[4].lower():
+        if code == 74 and not _FATAL.search(m[4]):  # "non-fatal" / "nonfatal" is not fatal
             sev = "error"
         return Event(t, host or node, "xid", comp, "xid", str(code), sev, raw)
     if rule == 1:  # AER summary line

@@ -36,17 +36,19 @@ code and the exact auxiliary-variable handling are not public: the anchor update
 Execution (``engine=``): :class:`InProcess` keeps all M nodes in this process; :class:`Distributed` runs node
 ``rank`` of a ``torch.distributed`` group and exchanges with its neighbours by point-to-point sends and receives.
 The iterates are float64 CPU tensors, so the group's backend must carry CPU tensors (gloo or mpi, also between
-GPU machines); nccl, which moves only device tensors, is refused with that reason. Both sum :math:`\mathcal{W}u_i` over the neighbours in the same sorted
-order, in float64, so for a fixed seed the iterates are **bitwise equal** in both modes (tested with 4 gloo
-processes). The recorded history uses node averages (an all-reduce in the distributed mode), equal to float
-round-off.
+GPU machines); nccl, which moves only device tensors, is refused with that reason. Both sum :math:`\mathcal{W}u_i`
+over the neighbours in the same sorted order, in float64, so for a fixed seed the iterates are **bitwise equal**
+in both modes (tested with 4 gloo processes). The recorded history uses node averages (an all-reduce in the
+distributed mode), equal to float round-off.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
 
 from .topology import Topology
@@ -142,8 +144,9 @@ class MinimaxResult:
     x, y : torch.Tensor, (L, n_x) and (L, n_y)
         Final iterates of this process's nodes (all M in-process; one in the distributed mode).
     history : list of dict
-        Every ``record_every`` steps: ``step``, ``stationarity`` (the problem's measure at the node averages),
-        ``consensus`` (:math:`\\frac1M \\sum_i \\lVert x_i - \\bar x \\rVert^2 + \\lVert y_i - \\bar y \\rVert^2`).
+        After the first step, every ``record_every`` steps and after the last one: ``step``, ``stationarity``
+        (the problem's measure at the node averages), ``consensus``
+        (:math:`\\frac1M \\sum_i \\lVert x_i - \\bar x \\rVert^2 + \\lVert y_i - \\bar y \\rVert^2`).
     floats_sent_per_step : int
         Floats each node sends per step (gossip of every mixed vector to every neighbour), max over nodes.
     """
@@ -154,17 +157,21 @@ class MinimaxResult:
     floats_sent_per_step: int = 0
 
 
-def _check(method, lr, steps, record_every, params) -> None:
+def _positive_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+
+
+def _check(method, lr, steps, record_every, tol, params) -> None:
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    if not (isinstance(lr, (int, float)) and lr > 0):
-        raise ValueError(f"lr must be a number > 0, got {lr!r}")
-    for name, v in params.items():
-        if not (isinstance(v, (int, float)) and v > 0):
-            raise ValueError(f"{name} must be a number > 0, got {v!r}")
+    for name, v in {"lr": lr, **params}.items():
+        if not _positive_number(v):
+            raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
     for name, v in (("steps", steps), ("record_every", record_every)):
-        if not isinstance(v, int) or v < 1:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
             raise ValueError(f"{name} must be a positive integer, got {v!r}")
+    if tol is not None and not (_positive_number(tol) or tol == 0):
+        raise ValueError(f"tol must be None or a finite number >= 0, got {tol!r}")
 
 
 def decentralized_minimax(problem: Any, topology: Topology, *, method: str = "dsgda", steps: int = 1000,
@@ -196,6 +203,7 @@ def decentralized_minimax(problem: Any, topology: Topology, *, method: str = "ds
     engine : InProcess or Distributed, optional
         Default :class:`InProcess` (all nodes here).
     record_every : int, default 10
+        History interval; the first and the last step are recorded too.
     tol : float, optional
         Stop once the stationarity measure is below ``tol`` at a recorded step.
 
@@ -210,7 +218,8 @@ def decentralized_minimax(problem: Any, topology: Topology, *, method: str = "ds
     >>> res.history[-1]["stationarity"] < res.history[0]["stationarity"]
     True
     """
-    _check(method, lr, steps, record_every, {"r1": r1, "r2": r2, "beta": beta, "mu": mu, "tau": tau})
+    _check(method, lr, steps, record_every, tol, {"r1": r1, "r2": r2, "beta": beta, "mu": mu, "tau": tau})
+    steps, record_every = int(steps), int(record_every)
     if problem.nodes != topology.size:
         raise ValueError(f"the problem is split over {problem.nodes} nodes but the topology has {topology.size}")
     eng = engine if engine is not None else InProcess(topology)
@@ -221,7 +230,7 @@ def decentralized_minimax(problem: Any, topology: Topology, *, method: str = "ds
     cx = lr / tau if method in ("tt-gda", "gt-gda") else lr
     track = method in ("dsgda", "gt-gda")
     sx = sy = gx_prev = gy_prev = None
-    degree = max(len(n) for n in topology.neighbours) - 1
+    degree = max(sum(j != i for j in n) for i, n in enumerate(topology.neighbours))  # W[i, i] may be 0
     res = MinimaxResult(x, y, floats_sent_per_step=degree * (2 if track else 1) * (problem.n_x + problem.n_y))
     for k in range(steps):
         gx, gy = _grads(problem, local, x, y, k)
@@ -240,7 +249,7 @@ def decentralized_minimax(problem: Any, topology: Topology, *, method: str = "ds
             x_new = eng.mix(x) - cx * sx
             y_new = eng.mix(y) + lr * sy
         x, y = x_new, y_new
-        if (k + 1) % record_every == 0 or k == 0:
+        if (k + 1) % record_every == 0 or k == 0 or k == steps - 1:  # the final iterate is always recorded
             rec = _record(problem, eng, x, y, k + 1)
             res.history.append(rec)
             if not torch.isfinite(x).all() or not torch.isfinite(y).all() or rec["stationarity"] > 1e12:
@@ -266,6 +275,8 @@ def _start(given, default, n: int, L: int, name: str) -> torch.Tensor:
     t = torch.zeros(n, dtype=torch.float64) if t is None else torch.as_tensor(t, dtype=torch.float64)
     if t.shape != (n,):
         raise ValueError(f"{name} must have shape ({n},), got {tuple(t.shape)}")
+    if not torch.isfinite(t).all():
+        raise ValueError(f"{name} must be finite (it holds NaN or inf)")
     return t.expand(L, n).clone()
 
 

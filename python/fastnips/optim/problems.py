@@ -63,8 +63,8 @@ class Quadratic:
 
     def __init__(self, kappa: float, *, nodes: int, dim: int = 10, heterogeneity: float = 0.1, noise: float = 0.0,
                  seed: int = 0):
-        if not kappa >= 1:
-            raise ValueError(f"kappa must be >= 1, got {kappa!r}")
+        if not (kappa >= 1 and np.isfinite(kappa)):
+            raise ValueError(f"kappa must be finite and >= 1, got {kappa!r}")
         if not isinstance(nodes, int) or nodes < 1 or not isinstance(dim, int) or dim < 2:
             raise ValueError(f"nodes must be >= 1 and dim >= 2 (integers), got {nodes!r}, {dim!r}")
         rng = np.random.default_rng(seed)

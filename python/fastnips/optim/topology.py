@@ -51,7 +51,7 @@ class Topology:
     @property
     def edges(self) -> int:
         """Number of undirected edges (messages per gossip round: twice this)."""
-        return int((np.count_nonzero(self.W) - self.size) // 2)
+        return int(np.count_nonzero(self.W - np.diag(np.diag(self.W))) // 2)  # W[i, i] may be 0
 
 
 def metropolis_weights(adjacency: np.ndarray) -> np.ndarray:
@@ -83,7 +83,8 @@ def metropolis_weights(adjacency: np.ndarray) -> np.ndarray:
 
 def check_mixing(W: np.ndarray, name: str = "custom", *, atol: float = 1e-12) -> Topology:
     """A :class:`Topology` from a user's mixing matrix, refused unless symmetric, non-negative, doubly stochastic
-    and connected (spectral gap > 0).
+    and with a spectral gap > 0: connected (else "disconnected") and aperiodic (an eigenvalue -1, a bipartite graph
+    without self-weights, is refused as "periodic").
 
     Parameters
     ----------
@@ -114,8 +115,13 @@ def check_mixing(W: np.ndarray, name: str = "custom", *, atol: float = 1e-12) ->
     neighbours = tuple(tuple(int(j) for j in np.flatnonzero(W[i] > 0)) for i in range(W.shape[0]))
     topo = Topology(name, W, neighbours)
     if W.shape[0] > 1 and topo.spectral_gap <= 1e-12:
-        raise ValueError(f"the topology '{name}' is disconnected (spectral gap {topo.spectral_gap:.3g}): gossip "
-                         "cannot reach consensus")
+        ev = np.linalg.eigvalsh(W)  # ascending: a second eigenvalue 1 means more than one component
+        if ev[-2] >= 1 - 1e-12:
+            raise ValueError(f"the topology '{name}' is disconnected (spectral gap {topo.spectral_gap:.3g}): gossip "
+                             "cannot reach consensus")
+        raise ValueError(f"the mixing matrix of '{name}' is periodic (eigenvalue -1: a bipartite graph without "
+                         "self-weights), so gossip oscillates instead of averaging; give every node a positive "
+                         "self-weight W[i, i]")
     return topo
 
 
