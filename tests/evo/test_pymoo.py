@@ -42,3 +42,16 @@ def test_front_points():
     p = lotz(3, "square")
     F = np.array([[0, 3], [9, 0], [1, 1], [4, 1], [9, 0]])  # (1, 1) is off the front
     assert p.front_points(F) == [0, 2, 3]
+
+
+@pytest.mark.parametrize(("kwargs", "err", "match"), [
+    ({"budget": 0}, ValueError, "budget must be an int >= 1"),
+    ({"budget": 2.5}, ValueError, "budget must be an int >= 1"),
+    ({"n_neighbors": 0}, ValueError, "n_neighbors must be an int >= 1"),
+    ({"seed": -1}, ValueError, "seed must be an int >= 0"),
+])
+def test_pymoo_moead_refuses_bad_arguments(kwargs, err, match):
+    """budget=0 used to end in a ZeroDivisionError inside pymoo, n_neighbors=0 in numpy's 'a cannot be empty'."""
+    args = {"budget": 100, "seed": 0, **kwargs}
+    with pytest.raises(err, match=match):
+        pymoo_moead(lotz(4), args.pop("budget"), args.pop("seed"), **args)

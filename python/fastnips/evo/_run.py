@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _backend
-from .algorithms import MOEAD, RunResult, SelfAdjustingMOEAD
+from .algorithms import MOEAD, RunResult, SelfAdjustingMOEAD, flag
 from .problems import Problem
 from .reference import run_moead_reference, run_self_adjusting_reference
 
@@ -70,8 +70,7 @@ def run(problem: Problem, algorithm: MOEAD | SelfAdjustingMOEAD, budget: int, se
     11
     """
     _check(problem, algorithm, budget, seed)
-    if not isinstance(stop_on_full, bool):
-        raise TypeError(f"stop_on_full must be a bool, got {type(stop_on_full).__name__}")
+    stop_on_full = flag("stop_on_full", stop_on_full)
     chosen = _backend.resolve(backend, op="evo.run", supported=EVO_BACKENDS)
     if chosen == "reference":
         fn = run_moead_reference if isinstance(algorithm, MOEAD) else run_self_adjusting_reference

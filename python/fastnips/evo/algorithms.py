@@ -10,6 +10,16 @@ __all__ = ["MOEAD", "RunResult", "SelfAdjustingMOEAD"]
 
 DECOMPOSITIONS = ("tchebycheff", "weighted_sum")
 MAX_CELLS = 1 << 27  # (N + 1) * max(T, ceil(n / 64)): the neighbourhood table and the population words
+# N + 1 subproblems also cost 48 bytes each natively (weights, raw and distorted objectives) and a few hundred
+# in the reference: 2^27 of them (what MAX_CELLS alone allows at T = 1) meant 8 GiB before the first evaluation.
+MAX_SUBPROBLEMS = 1 << 22
+
+
+def flag(name: str, v: object) -> bool:
+    """A bool argument: True/False or numpy's bool_ (as Python bool); anything else is a TypeError naming it."""
+    if not isinstance(v, bool | np.bool_):
+        raise TypeError(f"{name} must be a bool (True or False), got {type(v).__name__} {v!r}")
+    return bool(v)
 
 
 @dataclass(frozen=True)
@@ -53,11 +63,11 @@ class MOEAD:
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1):
                 raise ValueError(f"{name} must be None or an int >= 1, got {v!r}")
-        if not isinstance(self.archive, bool):
-            raise TypeError(f"archive must be a bool, got {type(self.archive).__name__}")
+        object.__setattr__(self, "archive", flag("archive", self.archive))
 
     def sizes(self, n: int) -> tuple[int, int]:
-        """(N, T) for strings of length n; a ValueError when T > N+1 or the tables would pass 2^27 entries."""
+        """(N, T) for strings of length n; a ValueError when T > N+1, the tables would pass 2^27 entries or N+1
+        would pass 2^22 subproblems."""
         N = n if self.n_weights is None else int(self.n_weights)
         T = min(20, N + 1) if self.n_neighbors is None else int(self.n_neighbors)
         if T > N + 1:
@@ -65,6 +75,8 @@ class MOEAD:
         if (N + 1) * max(T, -(-n // 64)) > MAX_CELLS:
             raise ValueError(f"(n_weights + 1) * max(n_neighbors, n / 64) = {(N + 1) * max(T, -(-n // 64)):,} exceeds "
                              f"{MAX_CELLS:,} (the neighbourhood table and the population)")
+        if N + 1 > MAX_SUBPROBLEMS:
+            raise ValueError(f"n_weights + 1 = {N + 1:,} subproblems exceeds {MAX_SUBPROBLEMS:,}")
         return N, T
 
 
@@ -107,8 +119,7 @@ class SelfAdjustingMOEAD:
     archive: bool = False
 
     def __post_init__(self):
-        if not isinstance(self.archive, bool):
-            raise TypeError(f"archive must be a bool, got {type(self.archive).__name__}")
+        object.__setattr__(self, "archive", flag("archive", self.archive))
 
 
 @dataclass(frozen=True, eq=False)
@@ -154,7 +165,12 @@ class RunResult:
         return None if self.final_archive is None else int(self.final_archive.sum())
 
     def coverage_curve(self, archive: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """(evaluations, points covered so far): the step curve of first coverage times, sorted."""
+        """(evaluations, points ever covered so far): the step curve of the first coverage times, sorted.
+
+        For the population this counts the Pareto points that have been held *at some time*: classic MOEA/D
+        loses points again (on 2^v its population passes through interior points and ends on the two
+        extremes), so the curve can end above ``population_coverage``. For the self-adjusting MOEA/D and for
+        the archive a covered point is never lost, and the curve is the coverage at each time."""
         first = self.first_archive if archive else self.first_population
         if first is None:
             raise ValueError("this run kept no archive (archive=False)")

@@ -24,6 +24,8 @@ __all__ = ["DISTORTIONS", "Problem", "distortion_table", "fixed_weight_optima", 
            "uniform_weights"]
 
 KINDS = ("lotz", "oneminmax")
+MAX_ABS_VALUE = 2.0**1020  # |h| bound: differences and convex combinations of two values stay below 2^1022
+MAX_TABLE_CELLS = 1 << 28  # subproblem values of fixed_weight_optima ((N + 1) * (n + 1)): seconds, 8 MiB blocks
 
 # The distortions of the planning study of the paper (monotone maps of the raw values 0..n).
 DISTORTIONS: dict[str, Callable[[int], float]] = {
@@ -69,7 +71,8 @@ def distortion_table(h: Distortion, n: int, *, name: str = "h") -> np.ndarray:
     ------
     ValueError
         When a value is not finite or the map is not strictly increasing on 0..n (the first offending pair is
-        named): such a map changes the Pareto set, so the problem would not be a distortion of LOTZ.
+        named): such a map changes the Pareto set, so the problem would not be a distortion of LOTZ. Also when
+        a value exceeds 2^1020 in magnitude: z* - f or a weighted sum would overflow to infinity.
 
     Examples
     --------
@@ -87,16 +90,27 @@ def distortion_table(h: Distortion, n: int, *, name: str = "h") -> np.ndarray:
     if callable(h):
         try:
             vals = [float(h(v)) for v in range(n + 1)]
-        except (TypeError, ValueError, OverflowError) as exc:
+        except (TypeError, ValueError, ArithmeticError) as exc:  # ZeroDivisionError, OverflowError included
             raise ValueError(f"{name} must map the integers 0..{n} to real numbers: {exc}") from exc
         t = np.asarray(vals, dtype=np.float64)
     else:
-        t = np.array(h, dtype=np.float64)
+        try:
+            t = np.asarray(h)
+            if t.dtype.kind in "cmMSUV":  # complex, dates, strings, records; objects (Fractions ...) may convert
+                raise TypeError(f"dtype {t.dtype}")
+            t = t.astype(np.float64)  # a copy: the table is frozen below
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"{name} must be a callable, a name or an array of n+1 real numbers (the values at "
+                            f"0..{n}): {exc}") from exc
         if t.shape != (n + 1,):
             raise ValueError(f"{name} as values must have shape ({n + 1},) (the values at 0..n), got {t.shape}")
     bad = np.flatnonzero(~np.isfinite(t))
     if bad.size:
         raise ValueError(f"{name} must be finite on 0..{n}; {name}({bad[0]}) = {float(t[bad[0]])}")
+    big = np.flatnonzero(np.abs(t) > MAX_ABS_VALUE)
+    if big.size:  # z* - f or a weighted sum would overflow to inf, and 0 * inf = NaN rejects every offspring
+        raise ValueError(f"{name} must lie within +-2^1020 (about 1.1e307) on 0..{n}, so that z* - f and weighted "
+                         f"sums stay finite; {name}({big[0]}) = {float(t[big[0]])!r}")
     down = np.flatnonzero(np.diff(t) <= 0)
     if down.size:
         v = int(down[0])
@@ -119,6 +133,17 @@ class Problem:
     h1: np.ndarray
     h2: np.ndarray
     label: str = ""
+
+    def __post_init__(self):
+        # Problem is public: one built by hand (or by dataclasses.replace) is checked like lotz(...) checks it.
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
+        n = _check_n(self.n)
+        object.__setattr__(self, "n", n)
+        for name in ("h1", "h2"):
+            object.__setattr__(self, name, distortion_table(getattr(self, name), n, name=name))
+        if not self.label:  # repr() of a hand-built problem was the empty string
+            object.__setattr__(self, "label", f"{self.kind}(n={n}, h1=custom, h2=custom)")
 
     def __repr__(self) -> str:
         return self.label
@@ -254,6 +279,12 @@ def fixed_weight_optima(problem: Problem, n_weights: int | None = None,
     numpy.ndarray
         Sorted int64 indices i of the reachable Pareto points (raw objectives (i, n-i)).
 
+    Raises
+    ------
+    ValueError
+        For an unknown decomposition, n_weights < 1, or (n_weights + 1) * (n + 1) above 2^28 values (refused
+        before any work).
+
     Examples
     --------
     >>> fixed_weight_optima(lotz(30, h1="exp2")).tolist()
@@ -263,12 +294,23 @@ def fixed_weight_optima(problem: Problem, n_weights: int | None = None,
         raise TypeError(f"problem must be a fastnips.evo Problem (lotz(...), one_min_max(...)), got {type(problem)}")
     if decomposition not in ("tchebycheff", "weighted_sum"):
         raise ValueError(f"decomposition must be 'tchebycheff' or 'weighted_sum', got {decomposition!r}")
-    lam = uniform_weights(problem.n if n_weights is None else n_weights)
-    front = problem.front().tolist()
+    N = problem.n if n_weights is None else n_weights
+    if isinstance(N, bool) or not isinstance(N, int | np.integer) or N < 1:
+        raise ValueError(f"n_weights must be an int >= 1 (N: the number of weight vectors is N+1), got {N!r}")
+    if (int(N) + 1) * (problem.n + 1) > MAX_TABLE_CELLS:
+        raise ValueError(f"n_weights = {N}: too many (n_weights + 1) * (n + 1) = {(int(N) + 1) * (problem.n + 1):,} "
+                         f"subproblem values; at most {MAX_TABLE_CELLS:,}")
+    lam = uniform_weights(int(N))
+    front = problem.front()
     z = (float(problem.h1[-1]), float(problem.h2[-1]))
-    hit: set[int] = set()
-    for w in lam.tolist():
-        g = [subproblem_value(decomposition, w, z, f) for f in front]
-        best = min(g)
-        hit.update(i for i, v in enumerate(g) if v == best)
-    return np.array(sorted(hit), dtype=np.int64)
+    hit = np.zeros(problem.n + 1, dtype=bool)
+    step = max(1, (1 << 20) // (problem.n + 1))  # weights per block: about 2^20 values at a time
+    for s in range(0, lam.shape[0], step):
+        w = lam[s:s + step]
+        # subproblem_value, elementwise: the same IEEE operations in the same order, so the same doubles and ties
+        if decomposition == "tchebycheff":
+            g = np.maximum(w[:, :1] * (z[0] - front[None, :, 0]), w[:, 1:] * (z[1] - front[None, :, 1]))
+        else:
+            g = -(w[:, :1] * front[None, :, 0] + w[:, 1:] * front[None, :, 1])
+        hit |= (g == g.min(axis=1, keepdims=True)).any(axis=0)
+    return np.flatnonzero(hit).astype(np.int64)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import _optional
 from .problems import Problem
 
@@ -33,8 +35,6 @@ def to_pymoo(problem: Problem):
     >>> pp.evaluate(np.ones((1, 8), dtype=bool))        # doctest: +SKIP
     array([[-8., -0.]])
     """
-    import numpy as np
-
     if not isinstance(problem, Problem):
         raise TypeError(f"problem must be a fastnips.evo Problem, got {type(problem).__name__}")
     _optional.require("pymoo")  # an ImportError saying "pip install pymoo" where it is missing
@@ -87,6 +87,9 @@ def pymoo_moead(problem: Problem, budget: int, seed: int = 0, *, n_neighbors: in
     >>> lotz(6, "square").front_points(F)                                   # doctest: +SKIP
     [0, 4, 5, 6]
     """
+    for name, v, low in (("budget", budget, 1), ("seed", seed, 0), ("n_neighbors", n_neighbors, 1)):
+        if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < low:
+            raise ValueError(f"{name} must be an int >= {low}, got {v!r}")
     pp = to_pymoo(problem)
     from pymoo.algorithms.moo.moead import MOEAD as PymooMOEAD
     from pymoo.decomposition.tchebicheff import Tchebicheff
