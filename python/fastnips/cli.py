@@ -1,6 +1,6 @@
 """The ``fastnips`` command (also ``python -m fastnips``): ``info``, ``demo`` and one subcommand per main job
-(``htc``, ``prune``, ``diagnose``, ``minimax``). Commands of torch-only fields are imported when used, so the others work
-without torch.
+(``htc``, ``prune``, ``diagnose``, ``minimax``). Commands of torch-only fields are imported when used, so the
+others work without torch.
 
 Expected failures (bad arguments, missing or malformed files, missing optional packages, unavailable backends)
 end in one line on stderr and a non-zero exit status; ``fastnips --debug <command>`` (or ``FASTNIPS_DEBUG=1``)
@@ -159,9 +159,13 @@ main.add_command(diagnose_command)
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Folder (created if missing, checked writable before the run) for sparse.safetensors and "
                    "summary.json, plus config.json for Hugging Face models.")
+@click.option("--export-hf", "export_hf", type=click.Path(file_okay=False), default=None,
+              help="Folder (missing or empty; Hugging Face models only) for the pruned model as a save_pretrained "
+                   "checkpoint with its compressed-tensors sparsity block and fastnips_sparsity.json (SHA-256 of "
+                   "every tensor).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def prune(model_name, criterion, sparsity, scope, pattern, window, inputs, lora_r, epochs, lr, calib_n, seqlen,
-          eval_n, batch_size, seed, no_baseline, out, as_json):
+          eval_n, batch_size, seed, no_baseline, out, as_json, export_hf):
     """Prune a causal LM, reconstruct it window by window, report perplexity, save a sparse checkpoint.
 
     Calibration and held-out text are the docstrings of Python's standard library (no download). Every option is

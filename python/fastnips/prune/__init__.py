@@ -36,6 +36,7 @@ from .calib import Calibration
 from .checkpoint import FORMAT_VERSION, load_sparse, save_sparse
 from .criteria import CRITERIA, InputStats, StatsCollector, block_linears, magnitude, sparsegpt, wanda
 from .hf import load_causal_lm, perplexity, smollm2_gguf_path, token_ids
+from .hf_export import load_pretrained_sparse, save_pretrained_sparse
 from .masked import LoRA, MaskedLinear, MaskedLoRALinear
 from .masks import NM, magnitude_scores, prune_weight_, select_mask, wanda_scores
 from .pack import PackedBitmask, PackedNM, pack_bitmask, pack_nm, unpack_bitmask, unpack_nm
@@ -71,6 +72,7 @@ __all__ = [
     "keep_masks",
     "layer_profile",
     "load_causal_lm",
+    "load_pretrained_sparse",
     "load_sparse",
     "load_tiny",
     "magnitude",
@@ -85,6 +87,7 @@ __all__ = [
     "prune_weight_",
     "reconstruct",
     "retrain",
+    "save_pretrained_sparse",
     "save_sparse",
     "save_tiny",
     "select_mask",

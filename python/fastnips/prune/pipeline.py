@@ -86,12 +86,34 @@ def check_out(out: str | os.PathLike) -> Path:
     return out
 
 
+def _check_export(export_hf, model):
+    """The ``export_hf`` folder checked before any work (None: no export)."""
+    if export_hf is None:
+        return None
+    from .hf_export import check_export_hf
+
+    return check_export_hf(export_hf, model if isinstance(model, str) else None)
+
+
+def _write_export(net, export_hf, pattern, summary: dict) -> None:
+    """Write the Hugging Face export and record its files in ``summary`` (a filesystem error in one line)."""
+    if export_hf is None:
+        return
+    from .hf_export import export_hf as write_hf
+
+    try:
+        summary["export_hf_files"] = write_hf(net, export_hf, pattern)
+    except OSError as exc:
+        raise OSError(f"could not write the export to {os.fspath(export_hf)!r}: {exc.strerror or exc}") from None
+    summary["export_hf"] = str(export_hf)
+
+
 def run_pipeline(model="tiny", *, criterion: str = "wanda", sparsity: float | None = 0.5, pattern=None,
                  scope: str | None = None, window="block", inputs: str = "dense", lora_r: int = 0,
                  epochs: int = 2, lr: float = 1e-4,
                  calib_n: int = 32, seqlen: int = 128, eval_n: int = 16, batch_size: int = 4, seed: int = 0,
                  baseline: bool = True, out: str | Path | None = None, progress: bool = True,
-                 log=print) -> dict:
+                 log=print, export_hf: str | Path | None = None) -> dict:
     """Prune (and reconstruct) a causal LM and report perplexity; returns the summary as a dict.
 
     ``model`` is ``"tiny"``, ``"smollm2"``, a local HF folder, or an already loaded ``(model, tokenizer)``
@@ -99,7 +121,10 @@ def run_pipeline(model="tiny", *, criterion: str = "wanda", sparsity: float | No
     a copy, to report the perplexity before reconstruction. ``scope=None`` is the criterion's own comparison
     group (``"block"`` for sparsegpt, ``"row"`` otherwise). ``out`` (checked writable before the model is
     loaded) receives ``sparse.safetensors`` (see :func:`fastnips.prune.save_sparse`), ``summary.json`` and, for
-    Hugging Face models, ``config.json``; ``summary["files"]`` lists what was written.
+    Hugging Face models, ``config.json``; ``summary["files"]`` lists what was written. ``export_hf`` (HF models;
+    a missing or empty folder, checked before the model is loaded) receives the pruned model as a
+    ``save_pretrained`` folder with its sparsity block (:func:`fastnips.prune.save_pretrained_sparse`);
+    ``summary["export_hf_files"]`` lists it.
     """
     from ..data.text import corpus_split, stdlib_docstrings
     from .criteria import block_linears, magnitude, sparsegpt, wanda
@@ -109,8 +134,7 @@ def run_pipeline(model="tiny", *, criterion: str = "wanda", sparsity: float | No
 
     check_scope(criterion, scope, pattern)
     check_model_name(model)
-    if out is not None:
-        out = check_out(out)
+    out, export_hf = (None if out is None else check_out(out)), _check_export(export_hf, model)
     t0 = time.perf_counter()
     train_docs, test_docs = corpus_split(stdlib_docstrings(), held_out=0.1, seed=seed)
     held_chars = sum(len(d) for d in test_docs)
@@ -175,6 +199,7 @@ def run_pipeline(model="tiny", *, criterion: str = "wanda", sparsity: float | No
     summary["sparsity"] = sum(int((m.weight == 0).sum()) for m in lin) / sum(m.weight.numel() for m in lin)
     summary["total_s"] = round(time.perf_counter() - t0, 2)
     summary["peak_rss_bytes"] = _rss_peak()
+    _write_export(net, export_hf, pattern, summary)
     if out is not None:
         try:
             summary["files"] = _save(net, out, pattern, summary)
