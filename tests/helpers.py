@@ -6,10 +6,12 @@ Import with a relative import from a test module or a folder's conftest (``from 
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from fastnips import _backend
@@ -53,3 +55,52 @@ def load_bench_script(relpath: str):
     sys.modules[name] = mod  # registered first: dataclasses and pickling look the module up by name
     spec.loader.exec_module(mod)
     return mod
+
+
+def captured_call(name: str, run) -> tuple:
+    """The (args, kwargs) of the first call the public API makes to binding ``name`` while ``run()`` runs: a
+    valid call in the exact form the package produces (deep copies: some bindings write into their arguments)."""
+    C = _backend.native()
+    orig, seen = getattr(C, name), []
+
+    def spy(*a, **k):
+        seen.append(copy.deepcopy((list(a), dict(k))))
+        return orig(*a, **k)
+
+    setattr(C, name, spy)
+    try:
+        run()
+    finally:
+        setattr(C, name, orig)
+    assert seen, f"the public API never called {name}"
+    return seen[0]
+
+
+def new_field_calls() -> dict:
+    """Valid calls of the causal criteria, submodular and functional bindings, captured from their public API."""
+    from fastnips.causal import ancestral_identify, trek_separation_identify
+    from fastnips.causal.generators import random_mixed_graph
+    from fastnips.functional import BSplineBasis, curve_coefficients
+    from fastnips.submodular import FacilityLocation, FeatureBased, PairwiseSubmodular, certify, greedy
+
+    g = random_mixed_graph(9, p_directed=0.3, p_bidirected=0.3, seed=1)
+    f = PairwiseSubmodular.random(8, channels=2, seed=0)
+    X = np.abs(np.random.default_rng(0).normal(size=(10, 4)))
+    t1, t2 = np.linspace(0, 1, 12), np.linspace(0, 1, 9)
+    curves = [(t1, np.sin(t1)), (t2, np.cos(t2))]
+    runs = {
+        "trek_edge_identified": lambda: trek_separation_identify(g, backend="cpp"),
+        "htc_sweep": lambda: trek_separation_identify(g, backend="cpp"),
+        "ancestral_identify": lambda: ancestral_identify(g, backend="cpp"),
+        "submodular_greedy_pairwise": lambda: greedy(f, 3, backend="cpp"),
+        "submodular_certify": lambda: certify(f, backend="cpp"),
+        "submodular_greedy_feature": lambda: greedy(FeatureBased(X), 3, backend="cpp"),
+        "submodular_greedy_facility": lambda: greedy(FacilityLocation(X @ X.T), 3, backend="cpp"),
+        "functional_coefficients": lambda: curve_coefficients(curves, BSplineBasis(6, (0.0, 1.0)), backend="cpp"),
+    }
+    out = {}
+    for name, run in runs.items():
+        args, kwargs = captured_call(name, run)
+        out[name] = lambda a=args, k=kwargs: copy.deepcopy((a, k))
+    return out
+

@@ -34,6 +34,8 @@ SCRIPTS = {  # script: its marks
     "vae_collapse.py": [],
     "pc_digits.py": [],
     "optim_minimax.py": [],
+    "functional_sofr.py": [],
+    "submodular_digits.py": [],
     "teacher_budget.py": [],
     "evo_moead.py": [],
     "datacuration_powerlaw.py": [],

@@ -19,6 +19,17 @@ import scipy.sparse as sp
 
 from fastnips import _backend
 
+try:
+    from .helpers import new_field_calls
+except ImportError:  # loaded by path in test_fuzz_survives_in_a_subprocess: import the helpers by path too
+    import importlib.util
+
+    _spec = importlib.util.spec_from_file_location("fastnips_test_helpers", os.path.join(os.path.dirname(__file__),
+                                                                                      "helpers.py"))
+    _helpers = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(_helpers)
+    new_field_calls = _helpers.new_field_calls
+
 hypothesis = pytest.importorskip("hypothesis", reason="the property tests of the native boundary use hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
@@ -83,6 +94,7 @@ def valid_calls() -> dict:
         "prune_unpack_bitmask": lambda: ([*packed, 8], {}),
         "evo_run": lambda: (["lotz", 6, np.arange(7.0), np.arange(7.0), "moead", "tchebycheff", 6, 3, True, 5000,
                              0, True], {}),
+        **new_field_calls(),
     }
 
 

@@ -13,6 +13,8 @@ import scipy.sparse as sp
 
 from fastnips import _backend
 
+from .helpers import new_field_calls
+
 WHY = _backend.why_unavailable("cpp")
 pytestmark = pytest.mark.skipif(bool(WHY), reason=f"backend 'cpp' not available: {WHY}")
 
@@ -95,11 +97,30 @@ def thread_calls():
         "prune_unpack_nm": (lambda t: C.prune_unpack_nm(values, idx, 512, 2, 4, n_threads=t), True),
         "prune_pack_bitmask": (lambda t: C.prune_pack_bitmask(bits, n_threads=t), True),
         "prune_unpack_bitmask": (lambda t: C.prune_unpack_bitmask(*packed, 512, n_threads=t), True),
+        **{name: (_with_threads(C, name, call), True) for name, call in new_field_calls().items()
+           if name in THREAD_CALLS},
     }
 
 
+def _with_threads(C, name: str, call):
+    """f(n_threads) for a captured valid call (functional_coefficients takes it as its 13th positional argument)."""
+    def f(t):
+        args, kwargs = call()
+        if name == "functional_coefficients":
+            args[12] = t
+        else:
+            kwargs["n_threads"] = t
+        return getattr(C, name)(*args, **kwargs)
+
+    return f
+
+
 def assert_same(a, b, exact: bool) -> None:
-    if isinstance(a, tuple | list):
+    if isinstance(a, dict):
+        assert a.keys() == b.keys()
+        for key in a:
+            assert_same(a[key], b[key], exact)
+    elif isinstance(a, tuple | list):
         assert len(a) == len(b)
         for x, y in zip(a, b, strict=True):
             assert_same(x, y, exact)
@@ -114,7 +135,8 @@ def assert_same(a, b, exact: bool) -> None:
 THREAD_CALLS = ("diffusion_lorenz_rk4", "diffusion_pool_draw", "prune_pack_bitmask", "prune_pack_nm",
                 "prune_select_mask", "prune_sparsegpt_sweep", "prune_unpack_bitmask", "prune_unpack_nm",
                 "prune_weight", "spmm_csr", "tikhonov_dense_factor", "tikhonov_dense_solve", "tikhonov_poly_apply",
-                "tikhonov_solve_cg")
+                "tikhonov_solve_cg", "functional_coefficients", "submodular_certify", "submodular_greedy_facility",
+                "submodular_greedy_feature", "submodular_greedy_pairwise")
 
 
 # -------------------------------------------------------------------------------------------- threads

@@ -157,6 +157,18 @@ def _teacher(seed, n):
     return demo_teacher(seed)
 
 
+def _submodular(seed, n):
+    from .submodular._demo import demo_submodular
+
+    return demo_submodular(seed)
+
+
+def _functional(seed, n):
+    from .functional._demo import demo_functional
+
+    return demo_functional(seed)
+
+
 CAPABILITIES = (
     Capability("spmm", "sparse x dense product Y = A @ X on every backend present, checked against scipy",
                "SpMM on a skewed random graph, every backend", (), _spmm),
@@ -195,6 +207,11 @@ CAPABILITIES = (
                "self-adjusting and classic MOEA/D on distorted LOTZ", (), _moead),
     Capability("teacher", "teacher budget for agent SFT: BC vs short continuations vs filtered, 96 calls on a lock",
                "BC and constructions (i)-(iii) at one teacher budget", (), _teacher),
+    Capability("submodular", "pairwise submodular networks: the 2^n certificate, greedy vs brute force, lazy vs naive",
+               "certificate, greedy and lazy greedy on pairwise networks", (), _submodular),
+    Capability("functional", "per-curve B-spline coefficients of irregular curves (C++ vs numpy); bottleneck vs "
+               "equal-width net on a two-index model", "functional coefficients and networks", ("torch", "sklearn"),
+               _functional),
 )
 NAMES = tuple(c.name for c in CAPABILITIES)
 
