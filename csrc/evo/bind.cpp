@@ -61,6 +61,7 @@ py::dict evo_run(const std::string& problem, int64_t n, const py::object& h1_obj
   d["first_archive"] = to_array(out.first_archive);
   d["final_archive"] = to_array(out.final_archive);
   d["full_archive"] = out.full_archive;
+  d["digest"] = out.digest;
   return d;
 }
 

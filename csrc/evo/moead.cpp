@@ -90,6 +90,7 @@ class Tracker {
     f[0] = s_.h1[r.r1];
     f[1] = s_.h2[r.r2];
     ++out_.evaluations;
+    out_.digest = (out_.digest ^ uint64_t(r.r1 * (n_ + 1) + r.r2)) * 0x100000001B3ull;
     z_[0] = std::max(z_[0], f[0]);
     z_[1] = std::max(z_[1], f[1]);
     if (s_.archive && r.r1 + r.r2 == n_ && out_.first_archive[r.r1] < 0) {
@@ -113,7 +114,8 @@ class Tracker {
   // Polls for Ctrl-C every 1024 evaluations.
   bool interrupted() const { return (out_.evaluations & 1023) == 0 && interrupt_requested(); }
 
-  RunOutput finish() {
+  RunOutput finish(Xoshiro256& rng) {
+    out_.digest ^= rng.next();
     out_.final_population.resize(n_ + 1);
     for (int64_t i = 0; i <= n_; ++i) out_.final_population[i] = count_[i] > 0;
     if (s_.archive) {
@@ -172,13 +174,14 @@ Status run_moead(const RunSpec& s, RunOutput* out) {
   std::vector<double> f(2 * (N + 1));
   for (int64_t j = 0; j <= N; ++j) {
     if (tr.evals() >= s.budget) {
-      *out = tr.finish();
+      *out = tr.finish(rng);
       return {};
     }
     str.random(rng, &pop[j * W]);
     raw[j] = str.raw(&pop[j * W]);
     tr.evaluate(raw[j], &f[2 * j]);
     tr.enter(raw[j]);
+    if (tr.interrupted()) return Status::interrupted();  // up to 2^33 draws before the main loop
   }
   auto done = [&] { return tr.evals() >= s.budget || (s.stop_on_full && tr.full()); };
   double fy[2];
@@ -203,7 +206,7 @@ Status run_moead(const RunSpec& s, RunOutput* out) {
       if (tr.interrupted()) return Status::interrupted();
     }
   }
-  *out = tr.finish();
+  *out = tr.finish(rng);
   return {};
 }
 
@@ -275,7 +278,7 @@ Status run_self_adjusting(const RunSpec& s, RunOutput* out) {
     offer(F, ry, y, tr);
     if (tr.interrupted()) return Status::interrupted();
   }
-  *out = tr.finish();
+  *out = tr.finish(rng);
   return {};
 }
 
@@ -288,15 +291,18 @@ Status run(const RunSpec& s, RunOutput* out) {
   if (!s.h1 || !s.h2) return Status::value_error("the distortion tables h1 and h2 are missing");
   for (const double* h : {s.h1, s.h2})
     for (int64_t v = 0; v <= s.n; ++v)
-      if (!std::isfinite(h[v]) || (v > 0 && !(h[v] > h[v - 1])))
+      if (!std::isfinite(h[v]) || std::fabs(h[v]) > 0x1p1020 || (v > 0 && !(h[v] > h[v - 1])))
         return Status::value_error(std::string(h == s.h1 ? "h1" : "h2") +
-                                   " must be finite and strictly increasing on 0..n; it is not at " +
+                                   " must be finite, within +-2^1020 and strictly increasing on 0..n; it is not at " +
                                    std::to_string(v));
   if (s.algorithm == Algorithm::kMoead) {
     if (s.n_weights < 1) return Status::value_error("n_weights must be >= 1, got " + std::to_string(s.n_weights));
     if (s.n_weights > kMaxCells)
       return Status::value_error("n_weights must be <= " + std::to_string(kMaxCells) + ", got " +
                                  std::to_string(s.n_weights));
+    if (s.n_weights + 1 > kMaxSubproblems)
+      return Status::value_error("n_weights + 1 must be <= " + std::to_string(kMaxSubproblems) + ", got " +
+                                 std::to_string(s.n_weights + 1));
     if (s.n_neighbors < 1 || s.n_neighbors > s.n_weights + 1)
       return Status::value_error("n_neighbors must lie in [1, n_weights + 1], got " + std::to_string(s.n_neighbors));
     const int64_t cells = std::max(s.n_neighbors, (s.n + 63) / 64) * (s.n_weights + 1);

@@ -13,9 +13,11 @@
 namespace fastnips::evo {
 
 // Limits checked by run(): the string length, and the entries of the neighbourhood table and of the population
-// words of classic MOEA/D ((N + 1) * T and (N + 1) * ceil(n / 64), 1 GiB each at the most).
+// words of classic MOEA/D ((N + 1) * T and (N + 1) * ceil(n / 64), 1 GiB each at the most), and the number
+// of subproblems N + 1 (48 B of weights and objectives each, outside the cell cap).
 constexpr int64_t kMaxBits = int64_t(1) << 20;
 constexpr int64_t kMaxCells = int64_t(1) << 27;
+constexpr int64_t kMaxSubproblems = int64_t(1) << 22;
 
 enum class Kind { kLotz, kOneMinMax };
 enum class Algorithm { kMoead, kSelfAdjusting };
@@ -42,6 +44,9 @@ struct RunOutput {
   std::vector<int64_t> first_population, first_archive;
   std::vector<uint8_t> final_population, final_archive;
   int64_t full_population = -1, full_archive = -1;
+  // (d ^ (r1 (n + 1) + r2)) * 0x100000001B3 over every evaluation (FNV-1a style), then ^ the next RNG output at
+  // the end: equal digests mean the same evaluations in the same order and the same number of draws
+  uint64_t digest = 0xCBF29CE484222325ull;
 };
 
 // Checks the spec (a Status::value_error naming the field) and runs; interruptible (common/interrupt.h).

@@ -197,7 +197,8 @@ def test_native_binding_refuses_bad_tables():
         pytest.skip(f"the native core is not available: {_backend.why_unavailable('cpp')}")
     good = np.arange(5.0)
     args = ("lotz", 4, good, good, "self_adjusting", "tchebycheff", 0, 0, False, 10, 0, True)
-    with pytest.raises(ValueError, match=r"h2 must be finite and strictly increasing on 0\.\.n; it is not at 2"):
+    with pytest.raises(ValueError, match=r"h2 must be finite, within \+-2\^1020 and strictly increasing on "
+                                         r"0\.\.n; it is not at 2"):
         C.evo_run(*args[:3], np.array([0, 1, 1, 2, 3.0]), *args[4:])
     with pytest.raises(ValueError, match="h1 must be a 1-D float64 array of n \\+ 1 = 5"):
         C.evo_run(args[0], 4, np.arange(4.0), *args[3:])
@@ -216,3 +217,21 @@ def test_native_binding_refuses_bad_tables():
         C.evo_run(*moead, 2**20, 2**10, False, 10, 0, True)
     with pytest.raises(ValueError, match=r"n must lie in \[1, 1048576\]"):
         C.evo_run("lotz", 2**21, np.arange(2.0**21 + 1), np.arange(2.0**21 + 1), *args[4:])
+    with pytest.raises(ValueError, match="n_weights \\+ 1 must be <= 4194304"):
+        C.evo_run(*moead, 2**23, 1, False, 10, 0, True)
+    with pytest.raises(ValueError, match="h1 must be finite, within"):
+        C.evo_run("lotz", 2, np.array([-1.7e308, 0, 1.7e308]), np.arange(3.0), *args[4:])
+
+
+def test_trajectory_digest_is_returned_and_tells_runs_apart(backend):
+    """The digest covers every evaluation and the final RNG state: another seed gives the same coverage record
+    on 2^v (classic MOEA/D ends on the two extremes) but another digest; the same seed gives the same one."""
+    res = run(lotz(9, "exp2"), MOEAD(), 5000, 3, stop_on_full=False, backend=backend)
+    assert isinstance(res.digest, int)
+    assert 0 <= res.digest < 2**64
+    again = run(lotz(9, "exp2"), MOEAD(), 5000, 3, stop_on_full=False, backend=backend)
+    assert again.digest == res.digest
+    assert again.same_trajectory(res)
+    other = run(lotz(9, "exp2"), MOEAD(), 5000, 4, stop_on_full=False, backend=backend)
+    assert other.digest != res.digest
+    assert not other.same_trajectory(res)

@@ -92,4 +92,5 @@ def _run_native(problem: Problem, algorithm, budget: int, seed: int, stop_on_ful
                      full_population=int(out["full_population"]),
                      first_archive=out["first_archive"] if archive else None,
                      final_archive=out["final_archive"].astype(bool) if archive else None,
-                     full_archive=int(out["full_archive"]) if archive else None, backend="cpp")
+                     full_archive=int(out["full_archive"]) if archive else None, digest=int(out["digest"]),
+                     backend="cpp")

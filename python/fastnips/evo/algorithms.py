@@ -141,6 +141,10 @@ class RunResult:
         The first evaluation at which the population held all n+1 points at once (-1: never).
     first_archive, final_archive, full_archive
         The same for the external archive; None when the algorithm ran without one.
+    digest : int or None
+        A 64-bit digest of every evaluation's raw objectives, in order, and of the final RNG state (FNV-1a
+        style: ``d = (d ^ (r1 (n + 1) + r2)) * 0x100000001B3`` per evaluation, then ``d ^ next draw``): equal
+        on both backends for the same run; it tells apart trajectories whose coverage records agree.
     backend : str
         The backend that ran.
     """
@@ -152,6 +156,7 @@ class RunResult:
     first_archive: np.ndarray | None = None
     final_archive: np.ndarray | None = None
     full_archive: int | None = None
+    digest: int | None = None
     backend: str = field(default="reference", compare=False)
 
     @property
@@ -178,10 +183,10 @@ class RunResult:
         return t, np.arange(1, t.size + 1)
 
     def same_trajectory(self, other: RunResult) -> bool:
-        """Whether two runs agree on every count and every coverage time (backend aside)."""
+        """Whether two runs agree on every count, every coverage time and the digest (backend aside)."""
         def eq(a, b):
             return (a is None and b is None) or (a is not None and b is not None and np.array_equal(a, b))
         return (self.evaluations == other.evaluations and self.full_population == other.full_population
-                and self.full_archive == other.full_archive
+                and self.full_archive == other.full_archive and self.digest == other.digest
                 and all(eq(getattr(self, k), getattr(other, k)) for k in
                         ("first_population", "final_population", "first_archive", "final_archive")))

@@ -23,6 +23,8 @@ from .problems import Problem, subproblem_value, uniform_weights
 __all__ = ["Xoshiro256", "run_moead_reference", "run_self_adjusting_reference"]
 
 _M64 = (1 << 64) - 1
+# the trajectory digest (RunResult.digest): FNV-1a's offset basis and prime over 64 bits
+_DIGEST0, _FNV_PRIME = 0xCBF29CE484222325, 0x100000001B3
 
 
 def _rotl(x: int, k: int) -> int:
@@ -85,11 +87,13 @@ class _Tracker:
         self.archive = [-1] * (self.n + 1) if archive else None
         self.full_archive = -1
         self.in_archive = 0
+        self.digest = _DIGEST0
 
     def evaluate(self, x: list[int]) -> tuple[tuple[int, int], tuple[float, float]]:
         r = self.p.raw(x)
         f = (float(self.p.h1[r[0]]), float(self.p.h2[r[1]]))
         self.evals += 1
+        self.digest = ((self.digest ^ (r[0] * (self.n + 1) + r[1])) * _FNV_PRIME) & _M64
         self.z = [max(self.z[0], f[0]), max(self.z[1], f[1])]
         if self.archive is not None and r[0] + r[1] == self.n and self.archive[r[0]] < 0:
             self.archive[r[0]] = self.evals  # a Pareto point never leaves a non-dominated archive
@@ -114,14 +118,15 @@ class _Tracker:
             self.count[r[0]] -= 1
             self.covered -= self.count[r[0]] == 0
 
-    def result(self) -> RunResult:
+    def result(self, rng: Xoshiro256) -> RunResult:
         a = self.archive
         return RunResult(
             evaluations=self.evals, first_population=np.array(self.first, dtype=np.int64),
             final_population=np.array([c > 0 for c in self.count]), full_population=self.full,
             first_archive=None if a is None else np.array(a, dtype=np.int64),
             final_archive=None if a is None else np.array([t >= 0 for t in a]),
-            full_archive=None if a is None else self.full_archive, backend="reference")
+            full_archive=None if a is None else self.full_archive, digest=self.digest ^ rng.next(),
+            backend="reference")
 
 
 def neighbourhoods(N: int, T: int) -> list[list[int]]:
@@ -146,7 +151,7 @@ def run_moead_reference(problem: Problem, algorithm: MOEAD, budget: int, seed: i
     pop: list[tuple[list[int], tuple[int, int], tuple[float, float]]] = []
     for _ in range(N + 1):
         if tr.evals >= budget:
-            return tr.result()
+            return tr.result(rng)
         x = _random_string(rng, n)
         r, f = tr.evaluate(x)
         pop.append((x, r, f))
@@ -168,7 +173,7 @@ def run_moead_reference(problem: Problem, algorithm: MOEAD, budget: int, seed: i
                     tr.leave(pop[k][1])
                     pop[k] = (y, r, f)
                     tr.enter(r)
-    return tr.result()
+    return tr.result(rng)
 
 
 def _dominates(a: tuple[int, int], b: tuple[int, int]) -> bool:
@@ -187,7 +192,7 @@ def run_self_adjusting_reference(problem: Problem, algorithm: SelfAdjustingMOEAD
     rng = Xoshiro256(seed)
     tr = _Tracker(problem, algorithm.archive)
     if budget < 1:
-        return tr.result()
+        return tr.result(rng)
     x0 = _random_string(rng, n)
     r0, _ = tr.evaluate(x0)
     front = [(r0, x0)]
@@ -216,4 +221,4 @@ def run_self_adjusting_reference(problem: Problem, algorithm: SelfAdjustingMOEAD
         front = sorted([e for e in front if not (e[0][0] <= r[0] and e[0][1] <= r[1])] + [(r, y)],
                        key=lambda e: e[0][0])
         tr.enter(r)
-    return tr.result()
+    return tr.result(rng)
