@@ -21,13 +21,13 @@
 namespace fastnips::prune {
 namespace {
 
-// W (nr x n, row stride ldw) -= E (nr x kb, row-major) * U (kb x n, row stride ldu): the lazy update of the
-// columns right of a block for one row tile. Register-blocked: 4 rows x (128 bytes of columns) accumulate over
+// W (nr x n, row stride ldw) -= E (nr x kb, row stride lde) * U (kb x n, row stride ldu): the lazy update of
+// the columns right of a block (or of a sub-block inside the block) for one row tile. Register-blocked: 4 rows x (128 bytes of columns) accumulate over
 // the kb inner products while the U panel stays in L1; remainder columns and rows take plain loops.
 template <typename T>
 FASTNIPS_SGPT_CLONES void rank_update(int64_t nr, int64_t n, int64_t kb, T* __restrict W, int64_t ldw,
-                                      const T* __restrict E, const T* __restrict U, int64_t ldu) {
-  constexpr int R = 4, C = 128 / int(sizeof(T));
+                                      const T* __restrict E, int64_t lde, const T* __restrict U, int64_t ldu) {
+  constexpr int R = 8, C = 128 / int(sizeof(T));
   int64_t j0 = 0;
   for (; j0 + C <= n; j0 += C) {
     int64_t r0 = 0;
@@ -36,7 +36,7 @@ FASTNIPS_SGPT_CLONES void rank_update(int64_t nr, int64_t n, int64_t kb, T* __re
       for (int64_t k = 0; k < kb; ++k) {
         const T* u = U + k * ldu + j0;
         for (int r = 0; r < R; ++r) {
-          const T e = E[(r0 + r) * kb + k];
+          const T e = E[(r0 + r) * lde + k];
           for (int c = 0; c < C; ++c) acc[r][c] += e * u[c];
         }
       }
@@ -46,7 +46,7 @@ FASTNIPS_SGPT_CLONES void rank_update(int64_t nr, int64_t n, int64_t kb, T* __re
     for (; r0 < nr; ++r0) {
       T acc[C] = {};
       for (int64_t k = 0; k < kb; ++k) {
-        const T e = E[r0 * kb + k];
+        const T e = E[r0 * lde + k];
         const T* u = U + k * ldu + j0;
         for (int c = 0; c < C; ++c) acc[c] += e * u[c];
       }
@@ -57,7 +57,7 @@ FASTNIPS_SGPT_CLONES void rank_update(int64_t nr, int64_t n, int64_t kb, T* __re
     for (int64_t r = 0; r < nr; ++r) {
       T* w = W + r * ldw;
       for (int64_t k = 0; k < kb; ++k) {
-        const T e = E[r * kb + k];
+        const T e = E[r * lde + k];
         if (e == T(0)) continue;
         const T* u = U + k * ldu;
         for (int64_t j = j0; j < n; ++j) w[j] -= e * u[j];
@@ -66,40 +66,51 @@ FASTNIPS_SGPT_CLONES void rank_update(int64_t nr, int64_t n, int64_t kb, T* __re
   }
 }
 
+// Columns per sub-block of the in-block sweep: inside a sub-block the OBS steps are rank-1 updates of the
+// sub-block's columns only; the sub-block's errors then reach the rest of the block through one rank-kSub update
+// (rank_update), which turns most of the block's scalar work (nb^2 / 2 per row) into register-blocked FMAs.
+constexpr int64_t kSub = 16;
+
 // The column loop of one block for a row tile held in w1 (nr x nb, row-major): N:M selection at group starts,
-// then per column the OBS step of every row (keep is the global mask, row r0 + r, column i1 + i).
+// then per column the OBS step of every row (keep is the global mask, row r0 + r, column i1 + i). N:M
+// sub-blocks are whole groups, so a group's scores always read fully updated weights.
 template <typename T>
 FASTNIPS_SGPT_CLONES void sweep_columns(int64_t nr, int64_t nb, int64_t cols, int64_t r0, int64_t i1,
                                         T* __restrict w1, T* __restrict err, const T* __restrict U,
                                         const SparseGPTOptions& opt, uint8_t* __restrict keep, double* losses,
                                         T* score) {
   const int g = opt.group, n_prune = opt.group - opt.keep;
-  for (int64_t i = 0; i < nb; ++i) {
-    const T* urow = U + (i1 + i) * cols + i1;  // U[i1 + i, i1:i2]
-    const T d = urow[i];
-    if (opt.mode == SparseGPTOptions::kNM && i % g == 0) {
+  const int64_t sub = opt.mode == SparseGPTOptions::kNM ? g * ((kSub + g - 1) / g) : kSub;
+  for (int64_t s0 = 0; s0 < nb; s0 += sub) {
+    const int64_t s1 = std::min(nb, s0 + sub);
+    for (int64_t i = s0; i < s1; ++i) {
+      const T* urow = U + (i1 + i) * cols + i1;  // U[i1 + i, i1:i2]
+      const T d = urow[i];
+      if (opt.mode == SparseGPTOptions::kNM && i % g == 0) {
+        for (int64_t r = 0; r < nr; ++r) {
+          for (int l = 0; l < g; ++l) {
+            const T dl = U[(i1 + i + l) * cols + i1 + i + l];
+            const T w = w1[r * nb + i + l];
+            score[l] = (w * w) / (dl * dl);
+          }
+          keep_group(score, 1, g, n_prune, keep + (r0 + r) * cols + i1 + i, 1);
+        }
+      }
       for (int64_t r = 0; r < nr; ++r) {
-        for (int l = 0; l < g; ++l) {
-          const T dl = U[(i1 + i + l) * cols + i1 + i + l];
-          const T w = w1[r * nb + i + l];
-          score[l] = (w * w) / (dl * dl);
-        }
-        keep_group(score, 1, g, n_prune, keep + (r0 + r) * cols + i1 + i, 1);
-      }
-    }
-    for (int64_t r = 0; r < nr; ++r) {
-      T* wr = w1 + r * nb;
-      const T w = wr[i];
-      if (keep[(r0 + r) * cols + i1 + i] == 0) {
-        wr[i] = T(0);
-        if (w != T(0)) {
-          const T e = w / d;
-          losses[r0 + r] += double((w * w) / (d * d)) / 2.0;
-          err[r * nb + i] = e;
-          for (int64_t j = i + 1; j < nb; ++j) wr[j] -= e * urow[j];
+        T* wr = w1 + r * nb;
+        const T w = wr[i];
+        if (keep[(r0 + r) * cols + i1 + i] == 0) {
+          wr[i] = T(0);
+          if (w != T(0)) {
+            const T e = w / d;
+            losses[r0 + r] += double((w * w) / (d * d)) / 2.0;
+            err[r * nb + i] = e;
+            for (int64_t j = i + 1; j < s1; ++j) wr[j] -= e * urow[j];
+          }
         }
       }
     }
+    if (s1 < nb) rank_update(nr, nb - s1, s1 - s0, w1 + s1, nb, err + s0, nb, U + (i1 + s0) * cols + i1 + s1, cols);
   }
 }
 
@@ -138,7 +149,7 @@ void tile_block(int64_t r0, int64_t r1, int64_t cols, int64_t i1, int64_t i2, in
   for (int64_t r = 0; r < nr; ++r) std::copy(w1 + r * nb, w1 + (r + 1) * nb, W + (r0 + r) * cols + i1);
   const int64_t rest = cols - i2;
   if (rest > 0 && std::any_of(err, err + nr * nb, [](T e) { return e != T(0); }))
-    rank_update(nr, rest, nb, W + r0 * cols + i2, cols, err, U + i1 * cols + i2, cols);
+    rank_update(nr, rest, nb, W + r0 * cols + i2, cols, err, nb, U + i1 * cols + i2, cols);
 }
 
 }  // namespace

@@ -36,11 +36,11 @@ backend = backend_fixture(*SPARSEGPT_BACKENDS)
 
 @pytest.fixture(params=["right", "left"])
 def cpp_sweep(request, monkeypatch):
-    """Both cpp sweeps: from U (right-looking, below in_features 2048) and from R (left-looking, forced here)."""
+    """Both cpp sweeps: from U (right-looking, small layers) and from R (left-looking, forced here)."""
     if request.param == "left":
         if request.getfixturevalue("backend") != "cpp":
             pytest.skip("the left-looking sweep is the cpp backend's")
-        monkeypatch.setattr("fastnips.prune.sparsegpt_layer._LEFT_FROM", 0)
+        monkeypatch.setattr("fastnips.prune.sparsegpt_layer._left_looking", lambda rows, cols: True)
     return request.param
 
 
@@ -349,7 +349,8 @@ def test_prepared_factor_is_sparsegpts_upper_cholesky_of_the_inverse():
 def test_reusing_the_factor_of_a_shared_input_gives_the_same_update(backend, kind, monkeypatch):
     """Linears reading one input (q/k/v) share H: the factor of one call serves the next, bit for bit
     (``hinv`` from the reference / triton sweeps, ``factor`` from the cpp sweep; each accepted by every backend)."""
-    monkeypatch.setattr("fastnips.prune.sparsegpt_layer._LEFT_FROM", 0)  # the cpp sweep from R at this size
+    # the cpp sweep from R at this size
+    monkeypatch.setattr("fastnips.prune.sparsegpt_layer._left_looking", lambda rows, cols: True)
     _, W, H = layer(d_out=8, d_in=16)
     W[:, 3] = 1.0
     H[3, :] = 0.0
@@ -380,7 +381,7 @@ def test_cpp_sweep_from_the_factor_equals_the_sweep_from_the_inverse(monkeypatch
 
     if not _backend.backend_available("cpp"):
         pytest.skip(_backend.why_unavailable("cpp"))
-    monkeypatch.setattr("fastnips.prune.sparsegpt_layer._LEFT_FROM", 0)
+    monkeypatch.setattr("fastnips.prune.sparsegpt_layer._left_looking", lambda rows, cols: True)
     _, W, H = layer(d_out=40, d_in=96, n=400, seed=13)
     for spec in (dict(sparsity=0.6), dict(sparsity=0.4, scope="row"), dict(pattern=NM(2, 4))):
         Wl, Wr = W.clone(), W.clone()
@@ -496,3 +497,49 @@ def test_float32_preparation_is_the_references_factor():
     assert r32.hinv.dtype == torch.float32
     assert torch.equal(r64.mask, r32.mask)
     assert rel_err(W32, W64) < 1e-4
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_factor_from_the_reversed_buffer_equals_a_plain_torch_factorisation(dtype):
+    """_factor on the CPU (the reversed-buffer LAPACK path, R returned as a transposed view) against
+    P chol(P H P) P computed with torch alone, on n = 300 (more than one 256-tile of the asymmetry check), with
+    dead columns on both sides of the reversal; U = R^-1 from trtri inverts it."""
+    from fastnips.prune.sparsegpt_layer import _factor, _inverse_upper
+
+    _, W, H = layer(d_out=5, d_in=300, n=900, seed=3)
+    for j in (2, 290):
+        H[j, :] = 0.0
+        H[:, j] = 0.0
+    Wc = W.clone()
+    R = _factor(Wc, H.to(dtype), 0.01, dtype)
+    Href = H.clone()
+    dead = torch.diagonal(Href) == 0
+    Href[dead, dead] = 1.0
+    Href += 0.01 * float(torch.diagonal(Href).mean()) * torch.eye(300, dtype=torch.float64)
+    Rref = torch.linalg.cholesky(Href.flip(0, 1)).flip(0, 1)
+    tol = 1e-12 if dtype == torch.float64 else 2e-5
+    assert R.dtype == dtype
+    assert torch.equal(R, torch.triu(R))
+    assert rel_err(R.double(), Rref) < tol
+    assert rel_err((R @ R.T).double(), Href) < tol
+    assert bool((Wc[:, [2, 290]] == 0).all())
+    assert torch.equal(Wc[:, 3:290], W[:, 3:290])
+    U = _inverse_upper(R, 0.01)
+    assert torch.equal(U, torch.triu(U))
+    assert rel_err((U @ R).double(), torch.eye(300, dtype=torch.float64)) < 10 * tol
+
+
+def test_asymmetry_is_found_in_every_tile():
+    """The tiled max |H - H^T| equals the direct one wherever the asymmetric pair sits (last partial tile,
+    diagonal tiles, across tiles)."""
+    from fastnips.prune.sparsegpt_layer import _max_asymmetry
+
+    g = torch.Generator().manual_seed(0)
+    A = torch.randn(600, 600, generator=g, dtype=torch.float64)
+    S = A + A.T
+    assert _max_asymmetry(S) == 0.0
+    for i, j in ((599, 3), (10, 11), (300, 520), (257, 255)):
+        Ha = S.clone()
+        Ha[i, j] += 0.5
+        assert _max_asymmetry(Ha) == pytest.approx(float((Ha - Ha.T).abs().max()), rel=0, abs=1e-12)
+        assert _max_asymmetry(Ha) >= 0.5 - 1e-12

@@ -64,10 +64,13 @@ Backends (the same semantics everywhere; the preparation is the torch code above
 * ``cpp`` -- ``csrc/prune/sparsegpt.cpp``: OpenMP over row tiles, each tile sweeping its rows through every
   block in a local buffer and applying its share of the lazy update as a register-blocked rank-B update
   (AVX-512 / AVX2 clones chosen at run time); scope "matrix" selects across all rows in a serial phase per
-  block. float32 and float64. From in_features 2048 (no ``hinv`` given) it sweeps from the factor R of
+  block; inside a block, sub-blocks of 16 columns (whole N:M groups) take rank-1 steps and pass their errors
+  to the rest of the block as one rank-16 update. float32 and float64. From in_features 1536 when
+  in_features >= 2 out_features (no ``hinv`` given) it sweeps from the factor R of
   :math:`H = R R^\top` instead, never forming :math:`U = R^{-1}`: block b starts from
   :math:`W_{0,b} + (W_0 - Q)_{<b} R_{<b,b} R_{bb}^{-1}` (left-looking updates; one Cholesky, no triangular
-  inverse, half the update flops), each block swept by the same native kernel (``_sweep_left_cpp``).
+  inverse; the update flops equal the right-looking ones, rows x n^2, as MKL/OpenBLAS GEMMs), each block
+  swept by the same native kernel (``_sweep_left_cpp``).
 * ``triton`` -- ``kernels/sparsegpt.py``: one program per row tile sweeps the block with the tile in
   registers (N:M selected in the kernel); unstructured selection and the lazy update are torch ops between
   launches. CUDA tensors (or CPU under ``TRITON_INTERPRET=1``, slowly).
@@ -88,6 +91,7 @@ from dataclasses import dataclass
 import torch
 
 from .. import _backend
+from .._finite import all_finite
 from .masks import NM, _check_pattern_or_sparsity, _keep_lowest_pruned, _matrix
 
 __all__ = ["SparseGPTResult", "sparsegpt_prune_"]
@@ -95,9 +99,14 @@ __all__ = ["SparseGPTResult", "sparsegpt_prune_"]
 #: The backends of :func:`sparsegpt_prune_`.
 SPARSEGPT_BACKENDS = ("reference", "cpp", "triton")
 _WEIGHT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
-# from this in_features on, the cpp backend sweeps from the Cholesky factor R (no triangular inverse, see
-# _sweep_left_cpp); below it the fused right-looking native sweep from U is faster (measured crossover ~2048)
-_LEFT_FROM = 2048
+# the cpp backend sweeps from the Cholesky factor R (no triangular inverse, see _sweep_left_cpp) from this
+# in_features on when in_features >= 2 out_features (the saved n^3/3 trtri outweighs the fused sweep's locality);
+# otherwise the fused right-looking native sweep from U is as fast or faster (measured, docs/notes/prune.md)
+_LEFT_FROM = 1536
+
+
+def _left_looking(rows: int, cols: int) -> bool:
+    return cols >= _LEFT_FROM and cols >= 2 * rows
 
 
 @dataclass
@@ -118,7 +127,7 @@ class SparseGPTResult:
     hinv : torch.Tensor, (in_features, in_features), float64 (float32 with ``prep_dtype=torch.float32``)
         The upper Cholesky factor of the damped :math:`H^{-1}` the sweep used; pass it back as ``hinv=`` to
         prune another layer that reads the same input (q/k/v, gate/up) without refactorising. ``None`` where
-        the sweep ran on ``factor`` instead (``cpp`` from in_features 2048, no ``hinv`` given).
+        the sweep ran on ``factor`` instead (``cpp`` on wide layers, no ``hinv`` given).
     factor : torch.Tensor, (in_features, in_features), or None
         The upper triangular R with damped :math:`H = R R^\top` (:math:`U = R^{-1}`) the ``cpp`` sweep used;
         pass it back as ``factor=`` likewise. ``None`` where the sweep ran on ``hinv``.
@@ -245,7 +254,7 @@ def sparsegpt_prune_(weight: torch.Tensor, hessian: torch.Tensor, *, sparsity: f
             factor = _factor(W, hessian.detach().to(device=dev), float(percdamp), prep_dtype)
         else:
             W[:, torch.diagonal(hessian).to(dev) == 0] = 0.0  # the dead columns, as _factor does
-        if b == "cpp" and hinv is None and cols >= _LEFT_FROM:
+        if b == "cpp" and hinv is None and _left_looking(rows, cols):
             mask, losses = _sweep_left_cpp(W, factor.to(device=dev, dtype=cdt), plan, int(n_threads))
         else:
             if hinv is None:
@@ -280,9 +289,9 @@ def _check_inputs(weight, hessian) -> None:
     if tuple(hessian.shape) != (cols, cols):
         raise ValueError(f"hessian must have shape (in_features, in_features) = ({cols}, {cols}) for a weight of "
                          f"shape {tuple(weight.shape)}, got {tuple(hessian.shape)}")
-    if not bool(torch.isfinite(weight).all()):
+    if not all_finite(weight):
         raise ValueError("weight contains NaN or inf")
-    if not bool(torch.isfinite(hessian).all()):
+    if not all_finite(hessian):
         raise ValueError("hessian contains NaN or inf")
 
 
@@ -293,7 +302,7 @@ def _check_hinv(hinv, cols: int, name: str = "hinv") -> None:
         got = tuple(hinv.shape) if isinstance(hinv, torch.Tensor) else type(hinv).__name__
         raise ValueError(f"{name} must be the floating ({cols}, {cols}) factor of an earlier call with this hessian "
                          f"(SparseGPTResult.{name}), got {got}")
-    if not bool(torch.isfinite(hinv).all()):
+    if not all_finite(hinv):
         raise ValueError(f"{name} contains NaN or inf; pass SparseGPTResult.{name} of an earlier call unchanged")
     d = torch.diagonal(hinv)
     if cols and not bool((d > 0).all()):
@@ -331,56 +340,89 @@ def _prepare(W: torch.Tensor, hessian: torch.Tensor, percdamp: float, dtype=torc
 
 
 def _factor(W: torch.Tensor, hessian: torch.Tensor, percdamp: float, dtype=torch.float64) -> torch.Tensor:
-    """Zero W's dead columns in place; return R = P chol(P H P) P, upper triangular with damped H = R R^T."""
-    H = hessian.to(dtype, copy=True)
-    scale = float(H.abs().max()) if H.numel() else 0.0
-    asym = float((H - H.T).abs().max()) if scale > 0 else 0.0
-    if asym > 1e-4 * scale:
-        raise ValueError(f"hessian must be symmetric (2/n sum x x^T); got max |H - H^T| = {asym:.3g} for "
-                         f"max |H| = {scale:.3g}")
-    if H.shape[0] == 0:
-        return H
-    diag = torch.diagonal(H)
+    """Zero W's dead columns in place; return R = P chol(P H P) P, upper triangular with damped H = R R^T.
+
+    On the CPU R comes back as the transposed view of a contiguous R^T (no copy is needed for the sweep's
+    GEMMs or for LAPACK's trtri, see :func:`_inverse_upper`).
+    """
+    n = hessian.shape[0]
+    if n == 0:
+        return hessian.to(dtype, copy=True)
+    lo, hi = torch.aminmax(hessian.detach())  # finite was checked by _check_inputs; the scale of H
+    scale = max(-float(lo), float(hi))
+    if scale > 0:
+        asym = _max_asymmetry(hessian)
+        if asym > 1e-4 * scale:
+            raise ValueError(f"hessian must be symmetric (2/n sum x x^T); got max |H - H^T| = {asym:.3g} for "
+                             f"max |H| = {scale:.3g}")
+    # U = chol_upper(H^-1) is unique; with the reversal P, chol(P H P) = L gives H = (P L P)(P L P)^T with P L P
+    # upper triangular, so U = (P L P)^-1 = P L^-1 P: one Cholesky and one triangular inverse, the same factor
+    # as chol_upper(cholesky_inverse(chol(H))) to rounding (SparseGPT's preparation, 4/3 n^3 flops, here n^3/3
+    # plus n^3/3 for the inverse where the sweep needs U at all). Timings: docs/notes/prune.md.
+    if hessian.device.type != "cpu":
+        H = hessian.to(dtype, copy=True)
+        diag = torch.diagonal(H)
+        _undead(W, diag, diag == 0, percdamp)
+        L, info = torch.linalg.cholesky_ex(H.flip(0, 1))
+        if int(info) != 0:
+            raise ValueError(_not_pd(n - int(info), percdamp))
+        return L.flip(0, 1)
+    import numpy as np
+    from scipy.linalg import lapack
+
+    # P H P of a C-contiguous H is its buffer reversed: one sequential copy (and the cast), no strided gather.
+    # Symmetric, so its Fortran view (.T) is the same matrix and LAPACK potrf factorises it in place.
+    src = hessian.detach() if hessian.dtype in (torch.float32, torch.float64) else hessian.detach().to(dtype)
+    Hr = torch.from_numpy(src.contiguous().numpy().reshape(-1)[::-1].astype(
+        np.float64 if dtype == torch.float64 else np.float32).reshape(n, n))
+    diag = torch.diagonal(Hr)  # H's diagonal reversed (a view)
+    _undead(W, diag, (diag == 0).flip(0), percdamp)
+    potrf = lapack.dpotrf if dtype == torch.float64 else lapack.spotrf
+    Lf, info = potrf(Hr.numpy().T, lower=1, clean=1, overwrite_a=1)
+    if info != 0:
+        raise ValueError(_not_pd(n - int(info), percdamp))
+    # Lf is Fortran-ordered, so its buffer read in C order is L^T; R^T = P L^T P is that buffer reversed
+    Rt = torch.from_numpy(np.ascontiguousarray(Lf.T.reshape(-1)[::-1]).reshape(n, n))
+    return Rt.T
+
+
+def _undead(W: torch.Tensor, diag: torch.Tensor, dead_cols: torch.Tensor, percdamp: float) -> None:
+    """Dead inputs (H_jj = 0): H_jj = 1 and W[:, j] = 0; then the damping on ``diag`` (a view, in place)."""
     dead = diag == 0
     if bool(dead.any()):
         diag[dead] = 1.0
-        W[:, dead] = 0.0
+        W[:, dead_cols.to(W.device)] = 0.0
     diag += percdamp * float(diag.mean())
-    # U = chol_upper(H^-1) is unique; with the reversal P, chol(P H P) = L gives H = (P L P)(P L P)^T with P L P
-    # upper triangular, so U = (P L P)^-1 = P L^-1 P: one Cholesky and one triangular solve, the same factor as
-    # chol_upper(cholesky_inverse(chol(H))) to rounding, without torch's cholesky_inverse (LAPACK potri, much
-    # slower multi-threaded). On the CPU the triangular inverse is LAPACK's dtrtri (scipy): n^3/3 flops, where
-    # a triangular solve against the identity costs n^3. Timings: docs/notes/prune.md.
-    if H.device.type == "cpu":  # LAPACK potrf through scipy: 1.4-2x faster than torch's here (docs/notes)
-        import numpy as np
-        from scipy.linalg import lapack
 
-        potrf = lapack.dpotrf if H.dtype == torch.float64 else lapack.spotrf
-        L, info = potrf(H.numpy()[::-1, ::-1], lower=1, clean=1)
-        if info != 0:
-            raise ValueError(_not_pd(H.shape[0] - int(info), percdamp))
-        return torch.from_numpy(np.ascontiguousarray(L[::-1, ::-1]))
-    L, info = torch.linalg.cholesky_ex(H.flip(0, 1))
-    if int(info) != 0:
-        raise ValueError(_not_pd(H.shape[0] - int(info), percdamp))
-    return L.flip(0, 1)
+
+def _max_asymmetry(H: torch.Tensor, block: int = 256) -> float:
+    """max |H - H^T| by square tiles (H - H.T at once reads H.T with a stride of n: several times slower)."""
+    n = H.shape[0]
+    if H.device.type != "cpu" or n <= block:
+        return float((H - H.T).abs().max())
+    m = 0.0
+    for i in range(0, n, block):
+        for j in range(i, n, block):
+            m = max(m, float((H[i:i + block, j:j + block] - H[j:j + block, i:i + block].T).abs().max()))
+    return m
 
 
 def _inverse_upper(R: torch.Tensor, percdamp: float) -> torch.Tensor:
-    """U = R^-1 for the upper triangular R of :func:`_factor` (the inverse of P L P is P L^-1 P)."""
+    """U = R^-1 for the upper triangular R of :func:`_factor` (LAPACK trtri on the CPU, in place of a copy)."""
     if R.shape[0] == 0:
         return R
-    L = R.flip(0, 1)
-    if L.device.type == "cpu":
+    if R.device.type == "cpu":
         from scipy.linalg import lapack
 
-        trtri = lapack.dtrtri if L.dtype == torch.float64 else lapack.strtri
-        Linv, info = trtri(L.numpy(), lower=1)
+        trtri = lapack.dtrtri if R.dtype == torch.float64 else lapack.strtri
+        # R.numpy().T is Fortran-ordered R^T when R is the transposed view _factor returns; trtri reads the
+        # upper triangle of R through ``lower=0`` on R itself (R.numpy(): f2py copies only if R is not Fortran)
+        Uf, info = trtri(R.numpy(), lower=0)
         if info != 0:  # a zero pivot cannot follow a successful Cholesky; kept as a guard
             raise ValueError(_not_pd(info, percdamp))
-        return torch.from_numpy(Linv).flip(0, 1)
-    eye = torch.eye(L.shape[0], dtype=L.dtype, device=L.device)
-    return torch.linalg.solve_triangular(L, eye, upper=False).flip(0, 1)
+        return torch.from_numpy(Uf)
+    eye = torch.eye(R.shape[0], dtype=R.dtype, device=R.device)
+    return torch.linalg.solve_triangular(R, eye, upper=True)
 
 
 def _not_pd(column: int, percdamp: float) -> str:
@@ -471,8 +513,9 @@ def _sweep_left_cpp(W: torch.Tensor, R: torch.Tensor, plan: _Plan, n_threads: in
     (:math:`W \mathrel{-}= E\,U_{[b, :]}`) leave block b at :math:`W_{0,b} + D_{<b} R_{<b,b} R_{bb}^{-1}` when
     its turn comes (from :math:`W U^{-1} = W R` changing only by E, with U R = I), and the in-block sweep needs
     only :math:`U_{bb} = R_{bb}^{-1}`. So the preparation is one Cholesky (n^3/3 flops, no triangular inverse:
-    SparseGPT's preparation costs 4/3 n^3) and the updates are half the GEMM flops (rows n^2/2). Each block
-    is swept by the native one-block kernel.
+    SparseGPT's preparation costs 4/3 n^3); the updates cost what the right-looking ones cost (2 rows B i1 per
+    block, rows n^2 in all, plus rows B^2 per block for the product with U_bb), as torch GEMMs. Each block is
+    swept by the native one-block kernel.
     """
     rows, cols = W.shape
     C = _backend.native()
