@@ -21,6 +21,7 @@ from numpy.typing import ArrayLike
 from torch import nn
 
 from .. import _backend
+from .._finite import all_finite
 from ._implicit import _TikhonovDeviceFn, _TikhonovSolveFn
 from ._pattern import LaplacianCache
 from .checks import (
@@ -272,7 +273,7 @@ def _prop(x, q, coeffs, Lc, basis, backend, tol, backward_tol, method="auto", ba
         raise ValueError(f"coeffs must have shape (K + 1,) with K >= 0, got {tuple(coeffs.shape)}")
     if not torch.isfinite(coeffs).all():
         raise ValueError("coeffs contains NaN or inf")
-    if not torch.isfinite(x).all():
+    if not all_finite(x):
         raise ValueError("x contains NaN or inf")
     # as tikhonov_solve: CG runs where x lives (a CUDA tensor picks cuda/triton), factorisations on the host
     b = _backend.resolve(backend, op="tikhonov_prop", supported=SOLVE_BACKENDS, check=_method_check(method),

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import torch
 
 from .. import _backend
+from .._finite import all_finite
 
 __all__ = ["NM", "SCOPES", "magnitude_scores", "prune_weight_", "select_mask", "wanda_scores"]
 
@@ -211,7 +212,7 @@ def select_mask(scores: torch.Tensor, *, sparsity: float | None = None, pattern:
     _check_pattern_or_sparsity(sparsity, pattern, scope, s.shape[1])
     b = _backend.resolve(backend, op="select_mask", supported=MASK_BACKENDS, like=s)
     if b == "reference":
-        if not bool(torch.isfinite(s).all()):
+        if not all_finite(s):
             raise ValueError("scores contain NaN or inf")
         return _reference_select(s, sparsity, pattern, scope)
     host = s.to("cpu", torch.float32 if s.dtype in _HALF else s.dtype).contiguous()
@@ -261,7 +262,7 @@ def prune_weight_(weight: torch.Tensor, *, criterion: str = "magnitude", input_n
     b = _backend.resolve(backend, op="prune_weight_", supported=MASK_BACKENDS, like=w)
     with torch.no_grad():
         norms = _norms(w, input_norms) if criterion == "wanda" else None
-        if not bool(torch.isfinite(w).all()):
+        if not all_finite(w):
             raise ValueError("weight contains NaN or inf")
         fused = (b == "cpp" and w.device.type == "cpu" and w.dtype in (torch.float32, torch.float64)
                  and w.is_contiguous())

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import torch
 
+from .._finite import all_finite
+
 MODES = ("mean", "joint")
 REDUCTIONS = ("mean", "sum", "none")
 PROB_ATOL = 1e-6
@@ -31,7 +33,7 @@ def reduction(r: str) -> str:
 
 
 def finite(name: str, x: torch.Tensor) -> None:
-    if x.numel() and not bool(torch.isfinite(x).all()):
+    if not all_finite(x):
         raise ValueError(f"{name} has NaN or infinite entries")
 
 
