@@ -83,7 +83,7 @@ def valid_calls() -> dict:
         "diffusion_lorenz_rk4": lambda: ([np.ones((3, 5)), 10, 0.01], {"record_every": 5}),
         "diffusion_pool_draw": lambda: ([np.arange(20.0), 7, 0, 30], {}),
         "htc_identify": lambda: ([5, d, b], {}),
-        "edgewise_identify": lambda: ([5, d, b], {}),
+        "edgewise_identify": lambda: ([5, d, b], {"tian": True}),  # the Tian path: the plain one and more
         "htc_identify_many": lambda: ([[(5, d, b), (4, d, b)]], {}),
         "prune_select_mask": lambda: ([scores, "row", 3], {}),
         "prune_weight": lambda: ([W.copy(), None, "nm"], {"keep": 2, "group": 4}),

@@ -84,14 +84,15 @@ py::dict htc_identify(int32_t n, const py::object& directed, const py::object& b
 }
 
 py::dict edgewise_identify(int32_t n, const py::object& directed, const py::object& bidirected, uint64_t seed,
-                           uint64_t prime) {
+                           uint64_t prime, bool tian) {
   const IntPairs dir = checked_int32(directed, "directed"), bi = checked_int32(bidirected, "bidirected");
   const int64_t n_dir = pair_count(dir, "directed"), n_bi = pair_count(bi, "bidirected");
   check_n(n);
   const auto opt = htc_options("randomized", false, seed, prime);
   fc::EdgewiseResult r;
   run_released([&] {
-    r = fc::edgewise_identify(n, dir.data(), n_dir, bi.data(), n_bi, opt);
+    r = tian ? fc::edgewise_identify_tian(n, dir.data(), n_dir, bi.data(), n_bi, opt)
+             : fc::edgewise_identify(n, dir.data(), n_dir, bi.data(), n_bi, opt);
     return Status{};
   });
   py::dict d;
@@ -223,8 +224,9 @@ void bind_causal(py::module_& m) {
         py::arg("prime") = kMersenne61,
         "Half-trek criterion fixpoint (plain or per Tian component); see fastnips.causal.htc_identify.");
   m.def("edgewise_identify", &edgewise_identify, py::arg("n"), py::arg("directed"), py::arg("bidirected"),
-        py::arg("seed") = 0, py::arg("prime") = kMersenne61,
-        "Edgewise identification via maximal good edge sets; see fastnips.causal.edgewise_identify.");
+        py::arg("seed") = 0, py::arg("prime") = kMersenne61, py::arg("tian") = false,
+        "Edgewise identification via maximal good edge sets (tian: per Tian c-component, SEMID's default); see "
+        "fastnips.causal.edgewise_identify.");
   m.def("ancestral_identify", &ancestral_identify, py::arg("n"), py::arg("directed"), py::arg("bidirected"),
         "SEMID's ancestral-step fixpoint on one graph (no Tian split); see fastnips.causal.ancestral_identify.");
   m.def("trek_edge_identified", &trek_edge_identified, py::arg("n"), py::arg("directed"), py::arg("bidirected"),

@@ -238,39 +238,10 @@ void htc_randomized(const F& f, const Graph& g, u64 seed, HtcResult& res, bool p
 // The component of every node (res.component) and the components' internal nodes in topological order
 // (res.components); components are numbered by their smallest member.
 void tian_components(const Graph& g, const std::vector<i32>& topo, HtcResult& res) {
-  const int n = g.n;
-  // union-find: SCC members together, bidirected endpoints together
-  std::vector<i32> uf(n);
-  std::iota(uf.begin(), uf.end(), 0);
-  auto find = [&](i32 x) {
-    while (uf[x] != x) {
-      uf[x] = uf[uf[x]];
-      x = uf[x];
-    }
-    return x;
-  };
-  auto unite = [&](i32 a, i32 b) {
-    a = find(a);
-    b = find(b);
-    if (a != b) uf[std::max(a, b)] = std::min(a, b);
-  };
-  std::vector<i32> rep(g.nscc, -1);
-  for (int v = 0; v < n; ++v) {
-    if (rep[g.scc[v]] < 0)
-      rep[g.scc[v]] = v;
-    else
-      unite(rep[g.scc[v]], v);
-  }
-  for (int v = 0; v < n; ++v)
-    for (i32 e = g.sb_off[v]; e < g.sb_off[v + 1]; ++e) unite(v, g.sib[e]);
-  // components ordered by smallest member (the root is the smallest member)
-  std::vector<i32> cid(n, -1);
   int ncomp = 0;
-  for (int v = 0; v < n; ++v)
-    if (find(v) == v) cid[v] = ncomp++;
-  for (int v = 0; v < n; ++v) res.component[v] = cid[find(v)];
+  res.component = tian_component_ids(g, &ncomp);
   res.components.assign(ncomp, {});
-  for (int i = 0; i < n; ++i) res.components[res.component[topo[i]]].internal.push_back(topo[i]);
+  for (int i = 0; i < g.n; ++i) res.components[res.component[topo[i]]].internal.push_back(topo[i]);
 }
 
 // Component c's incoming nodes and top_order, and its subgraph in local ids (node i = top_order[i]):

@@ -135,6 +135,13 @@ struct EdgewiseResult {
 EdgewiseResult edgewise_identify(int32_t n, const int32_t* directed, int64_t n_dir,
                                  const int32_t* bidirected, int64_t n_bi, const HtcOptions& opt);
 
+// SEMID's default edgewiseID(tianDecompose=TRUE, subsetSizeControl=Inf): edgewise_identify on the component
+// graph of every Tian c-component (causal/edgewise_tian.cpp), each with opt.seed; steps in original ids (S, Y
+// sorted), grouped by component in order of smallest member; edge_step indexes these steps; rounds = max and
+// tests = sum over the components.
+EdgewiseResult edgewise_identify_tian(int32_t n, const int32_t* directed, int64_t n_dir,
+                                      const int32_t* bidirected, int64_t n_bi, const HtcOptions& opt);
+
 // Batch: graph g has ns[g] nodes, directed edges [dir_offsets[g], dir_offsets[g+1]) of `directed`
 // (offsets count edges, not int32s; size G+1) and likewise bidirected/bi_offsets. Runs htc_identify on
 // each, OpenMP-parallel over graphs (schedule(dynamic)); each graph then runs single-threaded. Results

@@ -1,8 +1,9 @@
 // The mixed graph of the HTC solvers (mixed_graph.h): validation, CSR adjacency, Tarjan's SCCs and the
-// htrFrom bitsets.
+// htrFrom bitsets; the Tian c-component ids.
 #include "causal/mixed_graph.h"
 
 #include <algorithm>
+#include <numeric>
 #include <string>
 #include <utility>
 
@@ -234,6 +235,42 @@ std::vector<u64> rows_per_node(const Graph& g, const std::vector<u64>& scc_rows)
     std::copy(t, t + W, out.data() + size_t(u) * W);
   }
   return out;
+}
+
+// The Tian component of every node (union-find over SCC members and bidirected endpoints; the root is the
+// smallest member, so ids by smallest member come out ascending); *ncomp gets their number.
+std::vector<i32> tian_component_ids(const Graph& g, int* ncomp) {
+  const int n = g.n;
+  std::vector<i32> uf(n);
+  std::iota(uf.begin(), uf.end(), 0);
+  auto find = [&](i32 x) {
+    while (uf[x] != x) {
+      uf[x] = uf[uf[x]];
+      x = uf[x];
+    }
+    return x;
+  };
+  auto unite = [&](i32 a, i32 b) {
+    a = find(a);
+    b = find(b);
+    if (a != b) uf[std::max(a, b)] = std::min(a, b);
+  };
+  std::vector<i32> first(g.nscc, -1);
+  for (int v = 0; v < n; ++v) {
+    if (first[g.scc[v]] < 0)
+      first[g.scc[v]] = v;
+    else
+      unite(v, first[g.scc[v]]);
+  }
+  for (int v = 0; v < n; ++v)
+    for (i32 e = g.sb_off[v]; e < g.sb_off[v + 1]; ++e) unite(v, g.sib[e]);
+  std::vector<i32> id(n, -1), comp(n);
+  int k = 0;
+  for (int v = 0; v < n; ++v)
+    if (find(v) == v) id[v] = k++;
+  for (int v = 0; v < n; ++v) comp[v] = id[find(v)];
+  *ncomp = k;
+  return comp;
 }
 
 }  // namespace fastnips::causal::detail

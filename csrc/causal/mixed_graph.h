@@ -50,6 +50,11 @@ void validate(int n, const i32* dir, i64 nd, const i32* bi, i64 nb);
 // SCCs; the n x n/64 words of each bitset are what bounds the graphs the solvers can take).
 Graph build_graph(int n, const i32* dir, i64 nd, const i32* bi, i64 nb, bool par, bool bitsets = true);
 
+// The Tian c-component of every node (SEMID's sense: bidirected components merged along directed cycles, i.e.
+// union-find over SCC members and bidirected endpoints), numbered 0, 1, ... by smallest member; *ncomp gets
+// their number.
+std::vector<i32> tian_component_ids(const Graph& g, int* ncomp);
+
 // Which way scc_closure follows the directed edges.
 enum class Along { kChildren, kParents };
 

@@ -1,6 +1,6 @@
-"""The native ancestral fixpoint and trek-separation search (backend="cpp") against the Python reference (the
-oracle): equal answers on SEMID's recorded graphs and on random graphs of every bench family, the per-edge
-trek search equal edge by edge, bad input refused, and a long native search stopped by Ctrl-C."""
+"""The native ancestral fixpoint, Tian edgewise and trek-separation search (backend="cpp") against the Python
+reference (the oracle): equal answers on SEMID's recorded graphs and on random graphs of every bench family,
+the per-edge trek search equal edge by edge, bad input refused, and a long native search stopped by Ctrl-C."""
 
 from __future__ import annotations
 
@@ -16,12 +16,13 @@ import numpy as np
 import pytest
 
 from fastnips import _backend
-from fastnips.causal import MixedGraph, ancestral_identify, identify, trek_separation_identify
+from fastnips.causal import MixedGraph, ancestral_identify, edgewise_identify, identify, trek_separation_identify
 from fastnips.causal._ref_generic import _Ctx, htc_step
 from fastnips.causal._ref_mixed_graph import _G, _descendants, _strong_components
 from fastnips.causal._ref_trek import _edge_identified
 from fastnips.causal.criteria import _NativeSteps
 from fastnips.causal.generators import random_mixed_graph
+from fastnips.causal.htc import _edgewise_tian
 
 from ..helpers import backend_fixture
 from ._builders import DATA
@@ -80,6 +81,42 @@ def test_ancestral_native_equals_reference_on_random_graphs(family):
                 _same(ancestral_identify(g, tian=tian, backend="cpp"), ref)
                 found += len(ref.identified_edges)
     assert found > 0 or family == "nonid"
+
+
+def _same_tian_edgewise(g, seed=0):
+    """The native Tian edgewise (one call) equals the reference (the Python decomposition over the Python
+    edgewise): the same edges, the same steps in the same order (original ids); and against the Python
+    decomposition over the native plain edgewise also the same counters (``tests`` is implementation-defined
+    across backends)."""
+    ref = edgewise_identify(g, tian=True, backend="reference", seed=seed)
+    got = edgewise_identify(g, tian=True, backend="cpp", seed=seed)
+    assert got.edge_solved.tolist() == ref.edge_solved.tolist()
+    assert got.node_solved.tolist() == ref.node_solved.tolist()
+    assert got.steps == ref.steps
+    assert got.rounds == ref.rounds
+    mixed = _edgewise_tian(g, _backend.native(), backend="cpp", seed=seed, prime=got.prime)
+    assert got.steps == mixed.steps
+    assert (got.rounds, got.tests) == (mixed.rounds, mixed.tests)
+    return len(ref.identified_edges)
+
+
+@needs_cpp
+def test_tian_edgewise_native_equals_reference_on_semid_graphs():
+    found = sum(_same_tian_edgewise(MixedGraph(c["n"], c["directed"], c["bidirected"])) for c in CRITERIA)
+    assert found > 100
+
+
+@needs_cpp
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_tian_edgewise_native_equals_reference_on_random_graphs(family):
+    """Every bench family, cyclic ones included (strongly connected components merge c-components and fix the
+    topological order the component graphs are labelled by), and two seeds of the random parameters."""
+    found = 0
+    for n in (8, 15, 30, 45):
+        for seed in range(3):
+            g = FAMILIES[family](n, 1000 * n + seed)
+            found += _same_tian_edgewise(g, seed=seed)
+    assert found > 0
 
 
 @needs_cpp
@@ -200,6 +237,12 @@ def test_native_bindings_refuse_bad_input():
         C.ancestral_identify(3, np.array([[0, 5]]), b)
     with pytest.raises(ValueError, match=r"shape \(k, 2\)"):
         C.ancestral_identify(3, np.zeros((2, 3), dtype=np.int32), b)
+    with pytest.raises(ValueError, match="loop"):
+        C.edgewise_identify(3, np.array([[2, 2]]), b, tian=True)
+    with pytest.raises(ValueError, match="duplicate"):
+        C.edgewise_identify(3, d, np.array([[0, 1], [1, 0]]), tian=True)
+    with pytest.raises(ValueError, match="prime"):
+        C.edgewise_identify(3, d, b, 0, 4, tian=True)
     with pytest.raises(ValueError, match=r"solved must have shape \(n,\)"):
         C.htc_sweep(3, d, b, np.zeros(2, dtype=np.uint8))
     with pytest.raises(ValueError, match="duplicate"):

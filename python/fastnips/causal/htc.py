@@ -47,7 +47,9 @@ prime: int) -> dict`` with keys
 ``edgewise_identify(n, directed, bidirected, seed, prime) -> dict`` with keys ``"edge_solved"`` (bool per
 input directed edge, input order), ``"node_solved"`` (bool (n,)), ``"steps"`` (list of ``(v, S, Y)`` with
 sorted lists, in application order; replaying them reproduces the solved edges, and every :math:`y \in Y`
-satisfies the edgewise conditions w.r.t. the edges solved by earlier steps), ``"rounds"``, ``"tests"``.
+satisfies the edgewise conditions w.r.t. the edges solved by earlier steps), ``"rounds"``, ``"tests"``;
+the native one also takes ``tian=True`` (SEMID's default: per Tian component graph, the steps in original ids
+grouped by component; what :func:`edgewise_identify` with ``tian=True`` computes in Python for the reference).
 
 ``htc_identify_many(list of (n, directed, bidirected), method, tian, seed, prime) -> list of dict``.
 Arrays may come back as lists.
@@ -392,6 +394,8 @@ def edgewise_identify(g: MixedGraph, *, tian: bool = False, seed: int = 0, prime
     seed : int, default 0
     prime : int, default 2**61 - 1
     backend : {"auto", "cpp", "reference"}, default "auto"
+        ``"cpp"`` runs the whole criterion natively, with ``tian=True`` the decomposition and the component
+        graphs too (the same steps as the reference).
 
     Returns
     -------
@@ -420,11 +424,23 @@ def edgewise_identify(g: MixedGraph, *, tian: bool = False, seed: int = 0, prime
     if not tian:
         raw = impl.edgewise_identify(g.n, d, b, seed, prime)
         return _edgewise_result(g, raw, backend=name, seed=seed, prime=prime)
+    if name == "cpp":  # the decomposition, the component graphs and the mapping back in one native call
+        raw = impl.edgewise_identify(g.n, d, b, seed, prime, tian=True)
+        try:
+            edge_solved = np.asarray(raw["edge_solved"], dtype=bool).reshape(-1)
+            steps = [(int(v), tuple(int(x) for x in S), tuple(int(y) for y in Y)) for v, S, Y in raw["steps"]]
+            rounds, tests = int(raw["rounds"]), int(raw["tests"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise _bad_output(name, repr(e)) from e
+        if edge_solved.shape != (len(d),):
+            raise _bad_output(name, "edge_solved has the wrong length")
+        return _tian_result(g, edge_solved, steps, rounds, tests, backend=name, seed=seed, prime=prime)
     return _edgewise_tian(g, impl, backend=name, seed=seed, prime=prime)
 
 
 def _edgewise_tian(g: MixedGraph, impl: Any, *, backend: str, seed: int, prime: int) -> IdentificationResult:
-    """Edgewise per Tian component graph (SEMID ``generalGenericID(tianDecompose=TRUE)``), mapped back."""
+    """Edgewise per Tian component graph (SEMID ``generalGenericID(tianDecompose=TRUE)``), mapped back (the
+    readable form of the native ``edgewise_identify(..., tian=True)``)."""
     d, b = g.to_arrays()
     comps, component = reference.tian_decompose(_G(g.n, d, b))
     head_comp, bi_comp = component[d[:, 1]], component[b[:, 0]]
@@ -448,6 +464,12 @@ def _edgewise_tian(g: MixedGraph, impl: Any, *, backend: str, seed: int, prime: 
         edge_solved[mine] = local
         steps += [(nodes[v], tuple(sorted(nodes[x] for x in S)), tuple(sorted(nodes[y] for y in Y)))
                   for v, S, Y in part]
+    return _tian_result(g, edge_solved, steps, rounds, tests, backend=backend, seed=seed, prime=prime)
+
+
+def _tian_result(g: MixedGraph, edge_solved: np.ndarray, steps: list, rounds: int, tests: int, *, backend: str,
+                 seed: int, prime: int) -> IdentificationResult:
+    d, _ = g.to_arrays()
     node_solved = np.ones(g.n, dtype=bool)
     np.logical_and.at(node_solved, d[:, 1], edge_solved)
     return IdentificationResult(graph=g, criterion="edgewise", tian=True, method="randomized", backend=backend,

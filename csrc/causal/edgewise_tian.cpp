@@ -1,0 +1,132 @@
+// SEMID's default edgewiseID (tianDecompose = TRUE): the edgewise criterion (causal/edgewise.cpp) on the
+// component graph of every Tian c-component, the answers mapped back to the caller's node and edge ids.
+//
+// Tian c-components in SEMID's sense: bidirected components merged along directed cycles (every strongly
+// connected component inside one c-component), numbered by smallest member. The component graph of C has the
+// nodes C ∪ pa(C) in SEMID's topological order of the condensation of (V, D) (Kahn, the strongly connected
+// component with the smallest member first, members of one component ascending), every directed edge into C
+// and every bidirected edge inside C, both in the caller's edge order. This is exactly what the Python
+// reference (_ref_fixpoint.tian_decompose, htc._edgewise_tian) builds, so both give the same steps.
+#include <algorithm>
+#include <functional>
+#include <queue>
+#include <utility>
+#include <vector>
+
+#include "causal/edgewise.h"
+#include "common/interrupt.h"
+
+namespace fastnips::causal {
+namespace {
+
+using detail::Graph;
+using detail::i32;
+using detail::i64;
+
+// Position of every node in the topological order of the condensation that SEMID's Tian code uses.
+std::vector<i32> condensation_positions(const Graph& g) {
+  const int n = g.n, C = g.nscc;
+  std::vector<std::vector<i32>> members(C);
+  for (int v = 0; v < n; ++v) members[g.scc[v]].push_back(v);  // ascending
+  std::vector<std::vector<i32>> succ(C);
+  std::vector<i32> indeg(C, 0);
+  for (int v = 0; v < n; ++v)
+    for (i32 e = g.ch_off[v]; e < g.ch_off[v + 1]; ++e) {
+      const i32 a = g.scc[v], b = g.scc[g.ch[e]];
+      if (a != b) succ[a].push_back(b);
+    }
+  for (int c = 0; c < C; ++c) {
+    std::sort(succ[c].begin(), succ[c].end());
+    succ[c].erase(std::unique(succ[c].begin(), succ[c].end()), succ[c].end());
+    for (i32 d : succ[c]) ++indeg[d];
+  }
+  using Key = std::pair<i32, i32>;  // (smallest member, scc)
+  std::priority_queue<Key, std::vector<Key>, std::greater<Key>> heap;
+  for (int c = 0; c < C; ++c)
+    if (indeg[c] == 0) heap.emplace(members[c][0], c);
+  std::vector<i32> pos(n, 0);
+  i32 k = 0;
+  while (!heap.empty()) {
+    const i32 c = heap.top().second;
+    heap.pop();
+    for (i32 v : members[c]) pos[v] = k++;
+    for (i32 d : succ[c])
+      if (--indeg[d] == 0) heap.emplace(members[d][0], d);
+  }
+  return pos;
+}
+
+}  // namespace
+
+EdgewiseResult edgewise_identify_tian(int32_t n, const int32_t* directed, int64_t n_dir, const int32_t* bidirected,
+                                      int64_t n_bi, const HtcOptions& opt) {
+  detail::validate(n, directed, n_dir, bidirected, n_bi);
+  detail::checked_prime(opt.prime);
+  const Graph g = detail::build_graph(n, directed, n_dir, bidirected, n_bi, false, false);
+  int ncomp = 0;
+  const std::vector<i32> comp = detail::tian_component_ids(g, &ncomp);
+  const std::vector<i32> pos = condensation_positions(g);
+  // per component: its internal nodes (ascending), its directed edges (by head) and bidirected edges, in order
+  std::vector<std::vector<i32>> internal(ncomp), dir_of(ncomp), bi_of(ncomp);
+  for (int v = 0; v < n; ++v) internal[comp[v]].push_back(v);
+  for (i64 e = 0; e < n_dir; ++e) dir_of[comp[directed[2 * e + 1]]].push_back(i32(e));
+  for (i64 e = 0; e < n_bi; ++e) bi_of[comp[bidirected[2 * e]]].push_back(i32(e));
+
+  EdgewiseResult res;
+  res.edge_solved.assign(size_t(n_dir), 0);
+  res.edge_step.assign(size_t(n_dir), -1);
+  std::vector<i32> loc(n, -1), nodes, ld, lb;
+  std::vector<uint8_t> seen(n, 0);
+  for (int c = 0; c < ncomp; ++c) {
+    if (dir_of[c].empty()) continue;  // no directed edge into the component: nothing to identify
+    check_interrupt();
+    nodes = internal[c];
+    for (i32 v : nodes) seen[v] = 1;
+    for (i32 e : dir_of[c]) {
+      const i32 p = directed[2 * e];
+      if (!seen[p]) {
+        seen[p] = 1;
+        nodes.push_back(p);
+      }
+    }
+    std::sort(nodes.begin(), nodes.end(), [&](i32 a, i32 b) { return pos[a] < pos[b]; });
+    for (size_t k = 0; k < nodes.size(); ++k) loc[nodes[k]] = i32(k);
+    ld.clear();
+    lb.clear();
+    for (i32 e : dir_of[c]) {
+      ld.push_back(loc[directed[2 * e]]);
+      ld.push_back(loc[directed[2 * e + 1]]);
+    }
+    for (i32 e : bi_of[c]) {
+      lb.push_back(loc[bidirected[2 * e]]);
+      lb.push_back(loc[bidirected[2 * e + 1]]);
+    }
+    const EdgewiseResult sub = edgewise_identify(i32(nodes.size()), ld.data(), i64(dir_of[c].size()), lb.data(),
+                                                 i64(bi_of[c].size()), opt);
+    const i32 base = i32(res.steps.size());
+    for (size_t k = 0; k < dir_of[c].size(); ++k) {
+      res.edge_solved[size_t(dir_of[c][k])] = sub.edge_solved[k];
+      if (sub.edge_step[k] >= 0) res.edge_step[size_t(dir_of[c][k])] = base + sub.edge_step[k];
+    }
+    for (const EdgewiseStep& s : sub.steps) {
+      EdgewiseStep t{nodes[size_t(s.node)], {}, {}};
+      for (i32 x : s.S) t.S.push_back(nodes[size_t(x)]);
+      for (i32 y : s.Y) t.Y.push_back(nodes[size_t(y)]);
+      std::sort(t.S.begin(), t.S.end());
+      std::sort(t.Y.begin(), t.Y.end());
+      res.steps.push_back(std::move(t));
+    }
+    res.rounds = std::max(res.rounds, sub.rounds);
+    res.tests += sub.tests;
+    for (i32 v : nodes) {
+      loc[v] = -1;
+      seen[v] = 0;
+    }
+  }
+  res.node_solved.assign(size_t(n), 1);
+  for (i64 e = 0; e < n_dir; ++e)
+    if (!res.edge_solved[size_t(e)]) res.node_solved[size_t(directed[2 * e + 1])] = 0;
+  return res;
+}
+
+}  // namespace fastnips::causal
