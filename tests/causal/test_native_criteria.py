@@ -17,12 +17,12 @@ import pytest
 
 from fastnips import _backend
 from fastnips.causal import MixedGraph, ancestral_identify, edgewise_identify, identify, trek_separation_identify
+from fastnips.causal._edgewise_tian import _edgewise_tian
 from fastnips.causal._ref_generic import _Ctx, htc_step
 from fastnips.causal._ref_mixed_graph import _G, _descendants, _strong_components
 from fastnips.causal._ref_trek import _edge_identified
 from fastnips.causal.criteria import _NativeSteps
 from fastnips.causal.generators import random_mixed_graph
-from fastnips.causal.htc import _edgewise_tian
 
 from ..helpers import backend_fixture
 from ._builders import DATA

@@ -424,57 +424,9 @@ def edgewise_identify(g: MixedGraph, *, tian: bool = False, seed: int = 0, prime
     if not tian:
         raw = impl.edgewise_identify(g.n, d, b, seed, prime)
         return _edgewise_result(g, raw, backend=name, seed=seed, prime=prime)
-    if name == "cpp":  # the decomposition, the component graphs and the mapping back in one native call
-        raw = impl.edgewise_identify(g.n, d, b, seed, prime, tian=True)
-        try:
-            edge_solved = np.asarray(raw["edge_solved"], dtype=bool).reshape(-1)
-            steps = [(int(v), tuple(int(x) for x in S), tuple(int(y) for y in Y)) for v, S, Y in raw["steps"]]
-            rounds, tests = int(raw["rounds"]), int(raw["tests"])
-        except (KeyError, TypeError, ValueError) as e:
-            raise _bad_output(name, repr(e)) from e
-        if edge_solved.shape != (len(d),):
-            raise _bad_output(name, "edge_solved has the wrong length")
-        return _tian_result(g, edge_solved, steps, rounds, tests, backend=name, seed=seed, prime=prime)
-    return _edgewise_tian(g, impl, backend=name, seed=seed, prime=prime)
+    from ._edgewise_tian import edgewise_tian  # a private helper module (it imports this one)
 
-
-def _edgewise_tian(g: MixedGraph, impl: Any, *, backend: str, seed: int, prime: int) -> IdentificationResult:
-    """Edgewise per Tian component graph (SEMID ``generalGenericID(tianDecompose=TRUE)``), mapped back (the
-    readable form of the native ``edgewise_identify(..., tian=True)``)."""
-    d, b = g.to_arrays()
-    comps, component = reference.tian_decompose(_G(g.n, d, b))
-    head_comp, bi_comp = component[d[:, 1]], component[b[:, 0]]
-    loc = np.full(g.n, -1, dtype=np.int32)
-    edge_solved = np.zeros(len(d), dtype=bool)
-    steps, rounds, tests = [], 0, 0
-    for c in np.unique(head_comp).tolist():  # components with a directed edge into them
-        nodes = comps[c]["top_order"]
-        loc[nodes] = np.arange(len(nodes), dtype=np.int32)
-        mine = np.flatnonzero(head_comp == c)
-        ld, lb = np.ascontiguousarray(loc[d[mine]]), np.ascontiguousarray(loc[b[bi_comp == c]]).reshape(-1, 2)
-        raw = impl.edgewise_identify(len(nodes), ld, lb, seed, prime)
-        try:
-            local = np.asarray(raw["edge_solved"], dtype=bool).reshape(-1)
-            part = [(int(v), [int(x) for x in S], [int(y) for y in Y]) for v, S, Y in raw["steps"]]
-            rounds, tests = max(rounds, int(raw["rounds"])), tests + int(raw["tests"])
-        except (KeyError, TypeError, ValueError) as e:
-            raise _bad_output(backend, repr(e)) from e
-        if local.shape != (len(mine),):
-            raise _bad_output(backend, "edge_solved has the wrong length")
-        edge_solved[mine] = local
-        steps += [(nodes[v], tuple(sorted(nodes[x] for x in S)), tuple(sorted(nodes[y] for y in Y)))
-                  for v, S, Y in part]
-    return _tian_result(g, edge_solved, steps, rounds, tests, backend=backend, seed=seed, prime=prime)
-
-
-def _tian_result(g: MixedGraph, edge_solved: np.ndarray, steps: list, rounds: int, tests: int, *, backend: str,
-                 seed: int, prime: int) -> IdentificationResult:
-    d, _ = g.to_arrays()
-    node_solved = np.ones(g.n, dtype=bool)
-    np.logical_and.at(node_solved, d[:, 1], edge_solved)
-    return IdentificationResult(graph=g, criterion="edgewise", tian=True, method="randomized", backend=backend,
-                                node_solved=_readonly(node_solved), edge_solved=_readonly(edge_solved),
-                                rounds=rounds, tests=tests, steps=tuple(steps), seed=seed, prime=prime)
+    return edgewise_tian(g, impl, backend=name, seed=seed, prime=prime)
 
 
 def htc_nonidentifiable(g: MixedGraph, *, backend: str = "auto") -> bool:
