@@ -19,6 +19,11 @@ struct AncestralResult {
 AncestralResult ancestral_identify(int32_t n, const int32_t* directed, int64_t n_dir, const int32_t* bidirected,
                                    int64_t n_bi);
 
+// SEMID's default ancestralID (tianDecompose = TRUE): ancestral_identify on the component graph of every Tian
+// c-component (causal/tian.cpp); rounds summed over the components, as generalGenericID's loop counts them.
+AncestralResult ancestral_identify_tian(int32_t n, const int32_t* directed, int64_t n_dir, const int32_t* bidirected,
+                                        int64_t n_bi);
+
 // One Gauss-Seidel sweep of SEMID's htcIdentifyStep (the "htc" step of generalGenericID's loop): nodes
 // 0..n-1 in turn; an unsolved node v (solved[v] == 0) with A_v = ((S \ sib(v)) ∪ (V \ htrFrom(v))) is solved
 // when |A_v| >= |pa(v)| and a half-trek system reaches pa(v) from A_v (exact max-flow), and joins S at once.

@@ -108,13 +108,14 @@ py::dict edgewise_identify(int32_t n, const py::object& directed, const py::obje
   return d;
 }
 
-py::dict ancestral_identify(int32_t n, const py::object& directed, const py::object& bidirected) {
+py::dict ancestral_identify(int32_t n, const py::object& directed, const py::object& bidirected, bool tian) {
   const IntPairs dir = checked_int32(directed, "directed"), bi = checked_int32(bidirected, "bidirected");
   const int64_t n_dir = pair_count(dir, "directed"), n_bi = pair_count(bi, "bidirected");
   check_n(n);
   fc::AncestralResult r;
   run_released([&] {
-    r = fc::ancestral_identify(n, dir.data(), n_dir, bi.data(), n_bi);
+    r = tian ? fc::ancestral_identify_tian(n, dir.data(), n_dir, bi.data(), n_bi)
+             : fc::ancestral_identify(n, dir.data(), n_dir, bi.data(), n_bi);
     return Status{};
   });
   py::dict d;
@@ -228,7 +229,9 @@ void bind_causal(py::module_& m) {
         "Edgewise identification via maximal good edge sets (tian: per Tian c-component, SEMID's default); see "
         "fastnips.causal.edgewise_identify.");
   m.def("ancestral_identify", &ancestral_identify, py::arg("n"), py::arg("directed"), py::arg("bidirected"),
-        "SEMID's ancestral-step fixpoint on one graph (no Tian split); see fastnips.causal.ancestral_identify.");
+        py::arg("tian") = false,
+        "SEMID's ancestral-step fixpoint on one graph (tian: per Tian c-component graph, SEMID's default); see "
+        "fastnips.causal.ancestral_identify.");
   m.def("trek_edge_identified", &trek_edge_identified, py::arg("n"), py::arg("directed"), py::arg("bidirected"),
         py::arg("i"), py::arg("j"), py::arg("sigma"), py::arg("a"), py::arg("b"), py::arg("pool"),
         py::arg("removed"), py::arg("max_k"),

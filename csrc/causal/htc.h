@@ -136,7 +136,7 @@ EdgewiseResult edgewise_identify(int32_t n, const int32_t* directed, int64_t n_d
                                  const int32_t* bidirected, int64_t n_bi, const HtcOptions& opt);
 
 // SEMID's default edgewiseID(tianDecompose=TRUE, subsetSizeControl=Inf): edgewise_identify on the component
-// graph of every Tian c-component (causal/edgewise_tian.cpp), each with opt.seed; steps in original ids (S, Y
+// graph of every Tian c-component (causal/tian.cpp), each with opt.seed; steps in original ids (S, Y
 // sorted), grouped by component in order of smallest member; edge_step indexes these steps; rounds = max and
 // tests = sum over the components.
 EdgewiseResult edgewise_identify_tian(int32_t n, const int32_t* directed, int64_t n_dir,

@@ -14,14 +14,14 @@ All answers are SEMID 0.4.2's (its test graphs and random graphs are the oracle 
 
 These run on the reference code of :mod:`fastnips.causal.reference` (max-flows, ranks over :math:`\mathbb{F}_p`,
 numpy determinants).  ``backend="cpp"`` (picked by ``"auto"`` when the native core is built) runs the ancestral
-fixpoint and the per-edge trek-separation search natively, with the same candidates and the same exact
-max-flows, so the same answers; inside :func:`identify`'s loop with trek separation the ``"htc"`` sweeps are
-native too, the edgewise step stays Python.
+criterion (with its Tian split) and the per-edge trek-separation search natively, with the same candidates
+and the same exact max-flows, so the same answers; inside :func:`identify`'s loop with trek separation the
+``"htc"`` sweeps are native too, the edgewise step stays Python.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -30,7 +30,6 @@ from .. import _backend
 from ._ref_ancestral import global_identifiable as _ref_global
 from ._ref_generic import STEPS, generic_identify
 from ._ref_lfhtc import lfhtc_identify as _ref_lfhtc
-from ._ref_mixed_graph import _G
 from ._ref_modp import DEFAULT_PRIME
 from .graph import MixedGraph
 from .htc import IdentificationResult, _check_common, _check_graph, _check_int, _readonly
@@ -89,19 +88,6 @@ class _NativeSteps:
         return _backend.native().trek_edge_identified(ctx.g.n, d, bi, i, j, Sig, a, b,
                                                       np.asarray(pool, dtype=np.int32),
                                                       np.asarray(removed, dtype=np.int32), max_k)
-
-
-def _native_fixpoint() -> Callable[[_G], tuple[list[set[int]], int]]:
-    """The native fixpoint of the ancestral step on one (component) graph, as ``generic_identify`` takes it."""
-    native = _backend.native()
-
-    def run(lg: _G) -> tuple[list[set[int]], int]:
-        d = np.asarray(lg.directed, dtype=np.int32).reshape(-1, 2)
-        b = np.asarray(lg.bidirected, dtype=np.int32).reshape(-1, 2)
-        raw = native.ancestral_identify(lg.n, d, b)
-        return [set() if ok else set(lg.pa[v]) for v, ok in enumerate(raw["node_solved"].tolist())], raw["rounds"]
-
-    return run
 
 
 def identify(g: MixedGraph, steps: Sequence[str] = ("htc",), *, tian: bool = True,
@@ -185,9 +171,11 @@ def identify(g: MixedGraph, steps: Sequence[str] = ("htc",), *, tian: bool = Tru
                             check=lambda b: _native_reason(b, steps, max_subset_size))
     d, b = g.to_arrays()
     native = name == "cpp"
-    raw = generic_identify(g.n, d, b, steps, bool(tian), seed, prime, subset_size_control, max_subset_size,
-                           fixpoint=_native_fixpoint() if native and steps == ("ancestral",) else None,
-                           native=_NativeSteps() if native else None)
+    if native and steps == ("ancestral",):  # the whole criterion, Tian split included, in one native call
+        raw = _backend.native().ancestral_identify(g.n, d, b, tian=bool(tian))
+    else:
+        raw = generic_identify(g.n, d, b, steps, bool(tian), seed, prime, subset_size_control, max_subset_size,
+                               native=_NativeSteps() if native else None)
     return IdentificationResult(graph=g, criterion="+".join(steps), tian=bool(tian), method="mixed",
                                 backend=name, node_solved=_readonly(raw["node_solved"]),
                                 edge_solved=_readonly(raw["edge_solved"]), rounds=raw["rounds"], tests=0,

@@ -1,4 +1,5 @@
-// SEMID's default edgewiseID (tianDecompose = TRUE): the edgewise criterion (causal/edgewise.cpp) on the
+// SEMID's Tian decomposition for the criteria that run per c-component graph (causal/tian.h): the edgewise
+// criterion (SEMID's default edgewiseID) and the ancestral step (SEMID's default ancestralID), each on the
 // component graph of every Tian c-component, the answers mapped back to the caller's node and edge ids.
 //
 // Tian c-components in SEMID's sense: bidirected components merged along directed cycles (every strongly
@@ -6,22 +7,21 @@
 // nodes C ∪ pa(C) in SEMID's topological order of the condensation of (V, D) (Kahn, the strongly connected
 // component with the smallest member first, members of one component ascending), every directed edge into C
 // and every bidirected edge inside C, both in the caller's edge order. This is exactly what the Python
-// reference (_ref_fixpoint.tian_decompose, htc._edgewise_tian) builds, so both give the same steps.
+// reference (_ref_fixpoint.tian_decompose / component_graph) builds, so both give the same answers and steps.
+#include "causal/tian.h"
+
 #include <algorithm>
 #include <functional>
 #include <queue>
 #include <utility>
 #include <vector>
 
-#include "causal/edgewise.h"
+#include "causal/ancestral.h"
 #include "common/interrupt.h"
 
 namespace fastnips::causal {
+namespace detail {
 namespace {
-
-using detail::Graph;
-using detail::i32;
-using detail::i64;
 
 // Position of every node in the topological order of the condensation that SEMID's Tian code uses.
 std::vector<i32> condensation_positions(const Graph& g) {
@@ -58,23 +58,18 @@ std::vector<i32> condensation_positions(const Graph& g) {
 
 }  // namespace
 
-EdgewiseResult edgewise_identify_tian(int32_t n, const int32_t* directed, int64_t n_dir, const int32_t* bidirected,
-                                      int64_t n_bi, const HtcOptions& opt) {
-  detail::validate(n, directed, n_dir, bidirected, n_bi);
-  detail::checked_prime(opt.prime);
-  const Graph g = detail::build_graph(n, directed, n_dir, bidirected, n_bi, false, false);
+void for_each_tian_component(int32_t n, const i32* directed, i64 n_dir, const i32* bidirected, i64 n_bi,
+                             const std::function<void(const TianPiece&)>& f) {
+  validate(n, directed, n_dir, bidirected, n_bi);
+  const Graph g = build_graph(n, directed, n_dir, bidirected, n_bi, false, false);
   int ncomp = 0;
-  const std::vector<i32> comp = detail::tian_component_ids(g, &ncomp);
+  const std::vector<i32> comp = tian_component_ids(g, &ncomp);
   const std::vector<i32> pos = condensation_positions(g);
   // per component: its internal nodes (ascending), its directed edges (by head) and bidirected edges, in order
   std::vector<std::vector<i32>> internal(ncomp), dir_of(ncomp), bi_of(ncomp);
   for (int v = 0; v < n; ++v) internal[comp[v]].push_back(v);
   for (i64 e = 0; e < n_dir; ++e) dir_of[comp[directed[2 * e + 1]]].push_back(i32(e));
   for (i64 e = 0; e < n_bi; ++e) bi_of[comp[bidirected[2 * e]]].push_back(i32(e));
-
-  EdgewiseResult res;
-  res.edge_solved.assign(size_t(n_dir), 0);
-  res.edge_step.assign(size_t(n_dir), -1);
   std::vector<i32> loc(n, -1), nodes, ld, lb;
   std::vector<uint8_t> seen(n, 0);
   for (int c = 0; c < ncomp; ++c) {
@@ -101,31 +96,60 @@ EdgewiseResult edgewise_identify_tian(int32_t n, const int32_t* directed, int64_
       lb.push_back(loc[bidirected[2 * e]]);
       lb.push_back(loc[bidirected[2 * e + 1]]);
     }
-    const EdgewiseResult sub = edgewise_identify(i32(nodes.size()), ld.data(), i64(dir_of[c].size()), lb.data(),
-                                                 i64(bi_of[c].size()), opt);
-    const i32 base = i32(res.steps.size());
-    for (size_t k = 0; k < dir_of[c].size(); ++k) {
-      res.edge_solved[size_t(dir_of[c][k])] = sub.edge_solved[k];
-      if (sub.edge_step[k] >= 0) res.edge_step[size_t(dir_of[c][k])] = base + sub.edge_step[k];
-    }
-    for (const EdgewiseStep& s : sub.steps) {
-      EdgewiseStep t{nodes[size_t(s.node)], {}, {}};
-      for (i32 x : s.S) t.S.push_back(nodes[size_t(x)]);
-      for (i32 y : s.Y) t.Y.push_back(nodes[size_t(y)]);
-      std::sort(t.S.begin(), t.S.end());
-      std::sort(t.Y.begin(), t.Y.end());
-      res.steps.push_back(std::move(t));
-    }
-    res.rounds = std::max(res.rounds, sub.rounds);
-    res.tests += sub.tests;
+    f(TianPiece{nodes, dir_of[c], ld, lb});
     for (i32 v : nodes) {
       loc[v] = -1;
       seen[v] = 0;
     }
   }
+}
+
+}  // namespace detail
+
+EdgewiseResult edgewise_identify_tian(int32_t n, const int32_t* directed, int64_t n_dir, const int32_t* bidirected,
+                                      int64_t n_bi, const HtcOptions& opt) {
+  detail::checked_prime(opt.prime);
+  EdgewiseResult res;
+  res.edge_solved.assign(size_t(n_dir), 0);
+  res.edge_step.assign(size_t(n_dir), -1);
+  detail::for_each_tian_component(n, directed, n_dir, bidirected, n_bi, [&](const detail::TianPiece& t) {
+    const EdgewiseResult sub = edgewise_identify(int32_t(t.nodes.size()), t.ld.data(), int64_t(t.dir_ids.size()),
+                                                 t.lb.data(), int64_t(t.lb.size() / 2), opt);
+    const int32_t base = int32_t(res.steps.size());
+    for (size_t k = 0; k < t.dir_ids.size(); ++k) {
+      res.edge_solved[size_t(t.dir_ids[k])] = sub.edge_solved[k];
+      if (sub.edge_step[k] >= 0) res.edge_step[size_t(t.dir_ids[k])] = base + sub.edge_step[k];
+    }
+    for (const EdgewiseStep& s : sub.steps) {
+      EdgewiseStep u{t.nodes[size_t(s.node)], {}, {}};
+      for (int32_t x : s.S) u.S.push_back(t.nodes[size_t(x)]);
+      for (int32_t y : s.Y) u.Y.push_back(t.nodes[size_t(y)]);
+      std::sort(u.S.begin(), u.S.end());
+      std::sort(u.Y.begin(), u.Y.end());
+      res.steps.push_back(std::move(u));
+    }
+    res.rounds = std::max(res.rounds, sub.rounds);
+    res.tests += sub.tests;
+  });
   res.node_solved.assign(size_t(n), 1);
-  for (i64 e = 0; e < n_dir; ++e)
+  for (int64_t e = 0; e < n_dir; ++e)
     if (!res.edge_solved[size_t(e)]) res.node_solved[size_t(directed[2 * e + 1])] = 0;
+  return res;
+}
+
+AncestralResult ancestral_identify_tian(int32_t n, const int32_t* directed, int64_t n_dir, const int32_t* bidirected,
+                                        int64_t n_bi) {
+  AncestralResult res;
+  res.node_solved.assign(size_t(n), 1);  // parentless nodes, and every node of an edgeless component
+  detail::for_each_tian_component(n, directed, n_dir, bidirected, n_bi, [&](const detail::TianPiece& t) {
+    const AncestralResult sub = ancestral_identify(int32_t(t.nodes.size()), t.ld.data(), int64_t(t.dir_ids.size()),
+                                                  t.lb.data(), int64_t(t.lb.size() / 2));
+    for (size_t k = 0; k < t.dir_ids.size(); ++k)  // the heads: the component's internal nodes with parents
+      res.node_solved[size_t(t.nodes[size_t(t.ld[2 * k + 1])])] = sub.node_solved[size_t(t.ld[2 * k + 1])];
+    res.rounds += sub.rounds;  // summed over components, as the reference's loop does
+  });
+  res.edge_solved.resize(size_t(n_dir));
+  for (int64_t e = 0; e < n_dir; ++e) res.edge_solved[size_t(e)] = res.node_solved[size_t(directed[2 * e + 1])];
   return res;
 }
 

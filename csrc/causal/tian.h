@@ -1,0 +1,26 @@
+// Internal to the causal criteria: SEMID's Tian decomposition into component graphs (causal/tian.cpp).
+#pragma once
+#include <functional>
+#include <vector>
+
+#include "causal/htc.h"
+#include "causal/mixed_graph.h"
+
+namespace fastnips::causal::detail {
+
+// One Tian component graph, valid during the callback: local node k is the caller's node nodes[k] (SEMID's
+// topological order of the condensation); local directed edge k, (ld[2k], ld[2k+1]), is the caller's directed
+// edge dir_ids[k]; lb holds the local bidirected pairs (the component's, in the caller's order).
+struct TianPiece {
+  const std::vector<i32>& nodes;
+  const std::vector<i32>& dir_ids;
+  const std::vector<i32>& ld;
+  const std::vector<i32>& lb;
+};
+
+// Validates the graph (a ValueError StatusError), then calls f on the component graph of every Tian
+// c-component with a directed edge into it, in order of smallest member; polls Ctrl-C between components.
+void for_each_tian_component(int32_t n, const i32* directed, i64 n_dir, const i32* bidirected, i64 n_bi,
+                             const std::function<void(const TianPiece&)>& f);
+
+}  // namespace fastnips::causal::detail
