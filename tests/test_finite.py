@@ -19,6 +19,10 @@ def test_all_finite_equals_isfinite_all(dtype):
             assert all_finite(y) is False
             assert all_finite(y) == bool(torch.isfinite(y).all())
             assert all_finite(y.T) is False  # non-contiguous views too
+            if dtype.is_complex:
+                assert all_finite(y.conj()) is False  # a conjugated view (view_as_real refuses those)
+    if dtype.is_complex:
+        assert all_finite(x.conj()) is True
 
 
 def test_all_finite_trivial_cases():

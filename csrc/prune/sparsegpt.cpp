@@ -22,8 +22,9 @@ namespace fastnips::prune {
 namespace {
 
 // W (nr x n, row stride ldw) -= E (nr x kb, row stride lde) * U (kb x n, row stride ldu): the lazy update of
-// the columns right of a block (or of a sub-block inside the block) for one row tile. Register-blocked: 4 rows x (128 bytes of columns) accumulate over
-// the kb inner products while the U panel stays in L1; remainder columns and rows take plain loops.
+// the columns right of a block (or of a sub-block inside the block) for one row tile. Register-blocked: 8 rows
+// x (128 bytes of columns) accumulate over the kb inner products while the U panel stays in L1; remainder
+// columns and rows take plain loops.
 template <typename T>
 FASTNIPS_SGPT_CLONES void rank_update(int64_t nr, int64_t n, int64_t kb, T* __restrict W, int64_t ldw,
                                       const T* __restrict E, int64_t lde, const T* __restrict U, int64_t ldu) {

@@ -21,6 +21,6 @@ def all_finite(x: torch.Tensor) -> bool:
     if not (x.is_floating_point() or x.is_complex()) or x.numel() == 0:
         return True
     if x.is_complex():
-        return all_finite(torch.view_as_real(x))
+        return all_finite(torch.view_as_real(x.conj() if x.is_conj() else x))  # conj keeps finiteness
     lo, hi = torch.aminmax(x.detach())
     return math.isfinite(float(lo)) and math.isfinite(float(hi))

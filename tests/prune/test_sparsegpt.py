@@ -543,3 +543,41 @@ def test_asymmetry_is_found_in_every_tile():
         Ha[i, j] += 0.5
         assert _max_asymmetry(Ha) == pytest.approx(float((Ha - Ha.T).abs().max()), rel=0, abs=1e-12)
         assert _max_asymmetry(Ha) >= 0.5 - 1e-12
+
+
+@pytest.mark.parametrize(("pattern", "d_in", "blocksize"),
+                         [(NM(1, 3), 48, 48), (NM(3, 8), 48, 40), (NM(5, 24), 48, 48), (NM(2, 4), 48, 13)])
+@pytest.mark.parametrize("left", [False, True])
+def test_cpp_nm_sub_blocks_equal_the_naive_sweep(pattern, d_in, blocksize, left, monkeypatch):
+    """The cpp sweep's 16-column sub-blocks round up to whole N:M groups (18 for 1:3, 24 for 5:24): a block of
+    several sub-blocks, groups that do not divide 16, blocksize not a multiple of 16, both cpp sweeps, against the
+    naive OBS oracle (correlated H, so every in-block and cross-sub-block update matters)."""
+    from fastnips import _backend
+
+    if not _backend.backend_available("cpp"):
+        pytest.skip(_backend.why_unavailable("cpp"))
+    monkeypatch.setattr("fastnips.prune.sparsegpt_layer._left_looking", lambda rows, cols: left)
+    _, W, H = layer(d_out=11, d_in=d_in, n=400, seed=21)
+    Wn, keep_n, losses_n = naive_sparsegpt(W, H, pattern=pattern, blocksize=blocksize)
+    res = sparsegpt_prune_(W, H, pattern=pattern, blocksize=blocksize, backend="cpp")
+    assert torch.equal(res.mask, keep_n)
+    assert rel_err(W, Wn) < 1e-8
+    torch.testing.assert_close(res.losses, losses_n, rtol=1e-8, atol=0)
+
+
+@pytest.mark.parametrize("backend_name", ["reference", "cpp"])
+def test_a_half_precision_factor_is_accepted(backend_name, monkeypatch):
+    """A factor= passed back in bfloat16 / float16 (e.g. after a model-wide cast) is used in float32, not
+    refused by numpy with an unsupported-dtype TypeError."""
+    from fastnips import _backend
+
+    if backend_name == "cpp" and not _backend.backend_available("cpp"):
+        pytest.skip(_backend.why_unavailable("cpp"))
+    _, W, H = layer(d_out=8, d_in=32, n=200, seed=5)
+    monkeypatch.setattr("fastnips.prune.sparsegpt_layer._left_looking", lambda rows, cols: True)
+    first = sparsegpt_prune_(W.clone(), H, sparsity=0.5, backend="cpp")
+    monkeypatch.setattr("fastnips.prune.sparsegpt_layer._left_looking", lambda rows, cols: False)
+    for dt in (torch.bfloat16, torch.float16):
+        res = sparsegpt_prune_(W.clone(), H, sparsity=0.5, backend=backend_name, factor=first.factor.to(dt))
+        assert int((~res.mask).sum()) == 128
+        assert res.hinv.dtype == torch.float32
