@@ -9,7 +9,7 @@ import numpy as np
 
 from . import reference
 from .graph import MixedGraph
-from .htc import IdentificationResult, _bad_output, _readonly
+from .htc import IdentificationResult, _bad_output, _edgewise_result
 from .reference import _G
 
 
@@ -19,15 +19,7 @@ def edgewise_tian(g: MixedGraph, impl: Any, *, backend: str, seed: int, prime: i
     if backend != "cpp":
         return _edgewise_tian(g, impl, backend=backend, seed=seed, prime=prime)
     raw = impl.edgewise_identify(g.n, d, b, seed, prime, tian=True)
-    try:
-        edge_solved = np.asarray(raw["edge_solved"], dtype=bool).reshape(-1)
-        steps = [(int(v), tuple(int(x) for x in S), tuple(int(y) for y in Y)) for v, S, Y in raw["steps"]]
-        rounds, tests = int(raw["rounds"]), int(raw["tests"])
-    except (KeyError, TypeError, ValueError) as e:
-        raise _bad_output(backend, repr(e)) from e
-    if edge_solved.shape != (len(d),):
-        raise _bad_output(backend, "edge_solved has the wrong length")
-    return _tian_result(g, edge_solved, steps, rounds, tests, backend=backend, seed=seed, prime=prime)
+    return _edgewise_result(g, raw, backend=backend, seed=seed, prime=prime, tian=True)
 
 
 def _edgewise_tian(g: MixedGraph, impl: Any, *, backend: str, seed: int, prime: int) -> IdentificationResult:
@@ -56,14 +48,7 @@ def _edgewise_tian(g: MixedGraph, impl: Any, *, backend: str, seed: int, prime: 
         edge_solved[mine] = local
         steps += [(nodes[v], tuple(sorted(nodes[x] for x in S)), tuple(sorted(nodes[y] for y in Y)))
                   for v, S, Y in part]
-    return _tian_result(g, edge_solved, steps, rounds, tests, backend=backend, seed=seed, prime=prime)
-
-
-def _tian_result(g: MixedGraph, edge_solved: np.ndarray, steps: list, rounds: int, tests: int, *, backend: str,
-                 seed: int, prime: int) -> IdentificationResult:
-    d, _ = g.to_arrays()
     node_solved = np.ones(g.n, dtype=bool)
     np.logical_and.at(node_solved, d[:, 1], edge_solved)
-    return IdentificationResult(graph=g, criterion="edgewise", tian=True, method="randomized", backend=backend,
-                                node_solved=_readonly(node_solved), edge_solved=_readonly(edge_solved),
-                                rounds=rounds, tests=tests, steps=tuple(steps), seed=seed, prime=prime)
+    raw = {"edge_solved": edge_solved, "node_solved": node_solved, "steps": steps, "rounds": rounds, "tests": tests}
+    return _edgewise_result(g, raw, backend=backend, seed=seed, prime=prime, tian=True)

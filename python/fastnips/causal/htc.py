@@ -290,7 +290,8 @@ def _htc_result(g: MixedGraph, raw: dict, *, tian: bool, method: str, backend: s
                                 seed=seed, prime=prime)
 
 
-def _edgewise_result(g: MixedGraph, raw: dict, *, backend: str, seed: int, prime: int) -> IdentificationResult:
+def _edgewise_result(g: MixedGraph, raw: dict, *, backend: str, seed: int, prime: int,
+                     tian: bool = False) -> IdentificationResult:
     try:
         edge_solved = np.asarray(raw["edge_solved"], dtype=bool).reshape(-1)
         node_solved = np.asarray(raw["node_solved"], dtype=bool).reshape(-1)
@@ -300,7 +301,7 @@ def _edgewise_result(g: MixedGraph, raw: dict, *, backend: str, seed: int, prime
         raise _bad_output(backend, repr(e)) from e
     if edge_solved.shape != (g.num_directed,) or node_solved.shape != (g.n,):
         raise _bad_output(backend, "edge_solved / node_solved have the wrong length")
-    return IdentificationResult(graph=g, criterion="edgewise", tian=False, method="randomized",
+    return IdentificationResult(graph=g, criterion="edgewise", tian=tian, method="randomized",
                                 backend=backend, node_solved=_readonly(node_solved),
                                 edge_solved=_readonly(edge_solved), rounds=rounds, tests=tests,
                                 steps=steps, seed=seed, prime=prime)
