@@ -91,6 +91,7 @@ def new_field_calls() -> dict:
     runs = {
         "trek_edge_identified": lambda: trek_separation_identify(g, backend="cpp"),
         "htc_sweep": lambda: trek_separation_identify(g, backend="cpp"),
+        "htc_sweeps": lambda: trek_separation_identify(g, backend="cpp"),
         "ancestral_identify": lambda: ancestral_identify(g, backend="cpp"),
         "submodular_greedy_pairwise": lambda: greedy(f, 3, backend="cpp"),
         "submodular_certify": lambda: certify(f, backend="cpp"),

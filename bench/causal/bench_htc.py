@@ -63,8 +63,9 @@ def exact_nodes(family: str, n: int) -> list[int]:
 
 
 @functools.lru_cache(maxsize=1)
+@functools.cache
 def semid_available() -> str:
-    """'' when SEMID can run, else the reason."""
+    """'' when SEMID can run, else the reason (probed once per session)."""
     if shutil.which("Rscript") is None:
         return "Rscript not found (install R and SEMID from CRAN to compare)"
     lib = os.environ.get("FASTNIPS_SEMID_LIB", "/opt/R-semid")
@@ -73,13 +74,21 @@ def semid_available() -> str:
     return "" if probe.returncode == 0 else "R package SEMID (or jsonlite) not installed"
 
 
-def run_semid(function: str, g: MixedGraph, repeats: int) -> dict:
+class SemidError(RuntimeError):
+    """SEMID itself stopped with an error (its message is the exception's)."""
+
+
+def run_semid(function: str, g: MixedGraph, repeats: int, warmup: bool = True) -> dict:
+    """``function`` of semid_driver.R on ``g``: ``repeats`` timed calls inside one R session (after an untimed
+    warm-up unless ``warmup=False``); raises SemidError with R's message when SEMID stops with an error."""
     with tempfile.TemporaryDirectory() as tmp:
         inp, out = Path(tmp, "in.json"), Path(tmp, "out.json")
-        inp.write_text(json.dumps({"functions": [function], "repeats": repeats, "graphs": [
+        inp.write_text(json.dumps({"functions": [function], "repeats": repeats, "warmup": warmup, "graphs": [
             {"id": "g", "n": g.n, "directed": [list(e) for e in g.directed],
              "bidirected": [list(e) for e in g.bidirected]}]}))
-        subprocess.run(["Rscript", str(DRIVER), str(inp), str(out)], check=True, capture_output=True)
+        r = subprocess.run(["Rscript", str(DRIVER), str(inp), str(out)], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise SemidError(r.stderr.strip().splitlines()[0] if r.stderr.strip() else f"Rscript exit {r.returncode}")
         (rec,) = json.loads(out.read_text())
     return rec
 

@@ -15,6 +15,7 @@
 
 #include "causal/maxflow.h"
 #include "causal/mixed_graph.h"
+#include "causal/tian.h"
 #include "common/interrupt.h"
 
 namespace fastnips::causal {
@@ -118,20 +119,29 @@ struct State {
   std::vector<std::unique_ptr<CompGraph>> first;  // G1 per node (independent of S), built on first use
 };
 
+// (an(i) ∪ sib(an(i))) \ ({i} ∪ sib(i)) by OR-ing sibling bitsets: O(|an(i)| W + n).
+std::vector<i32> near_nodes(const Graph& g, int i, const Mask& an) {
+  const int W = g.W;
+  std::vector<u64> row(size_t(W), 0);
+  for (int a = 0; a < g.n; ++a) {
+    if (!an[a]) continue;
+    sb(row.data(), a);
+    const u64* sr = g.sib_row(a);
+    for (int w = 0; w < W; ++w) row[w] |= sr[w];
+  }
+  std::vector<i32> out;
+  for (int v = 0; v < g.n; ++v)
+    if (tb(row.data(), v) && v != i && !tb(g.sib_row(i), v)) out.push_back(v);
+  return out;
+}
+
 // Branch 2: H = the subgraph induced by an({i} ∪ B).
 bool second_branch(State& s, int i, const Mask& an, Mask& allowed) {
   const Graph& g = s.g;
   Mask h(size_t(g.n), 0);
   h[i] = 1;
-  for (int a = 0; a < g.n; ++a) {
-    if (!an[a]) continue;
-    auto consider = [&](i32 v) {
-      const bool excluded = v == i || tb(g.sib_row(i), v);
-      if (!excluded && (s.solved[v] || !tb(g.htr_row(i), v))) h[v] = 1;
-    };
-    consider(a);
-    for (i32 e = g.sb_off[a]; e < g.sb_off[a + 1]; ++e) consider(g.sib[e]);
-  }
+  for (i32 v : near_nodes(g, i, an))  // B
+    if (s.solved[v] || !tb(g.htr_row(i), v)) h[v] = 1;
   close_along(h, g.pa_off, g.pa);
   // A2 = ((S ∩ H) \ sib_H(i)) ∪ (H \ htr_H(i)), htr_H(i) = the descendants inside H of {i} ∪ sib_H(i)
   Mask htr(size_t(g.n), 0);
@@ -184,12 +194,20 @@ AncestralResult ancestral_identify(int32_t n, const int32_t* directed, int64_t n
   s.first.resize(size_t(n));
   for (int v = 0; v < n; ++v) s.solved[v] = g.npa(v) == 0;
   AncestralResult r;
+  // A node's test depends on the solved set S only: one that failed is not retried until S has grown.
+  std::vector<i64> failed_at(size_t(n), -1);
+  i64 n_solved = 0;
   for (bool changed = true; changed;) {  // Gauss-Seidel sweeps until one solves nothing
     changed = false;
     for (int i = 0; i < n; ++i) {
-      if (s.solved[i]) continue;
+      if (s.solved[i] || failed_at[i] == n_solved) continue;
       check_interrupt();
-      if (node_solvable(s, i)) s.solved[i] = changed = true;
+      if (node_solvable(s, i)) {
+        s.solved[i] = changed = true;
+        ++n_solved;
+      } else {
+        failed_at[i] = n_solved;
+      }
     }
     r.rounds += changed;
   }
@@ -199,11 +217,10 @@ AncestralResult ancestral_identify(int32_t n, const int32_t* directed, int64_t n
   return r;
 }
 
-std::vector<int32_t> htc_sweep(int32_t n, const int32_t* directed, int64_t n_dir, const int32_t* bidirected,
-                               int64_t n_bi, const uint8_t* solved) {
-  validate(n, directed, n_dir, bidirected, n_bi);
-  const Graph g = build_graph(n, directed, n_dir, bidirected, n_bi, false);
-  Mask s(solved, solved + n);
+namespace detail {
+
+std::vector<int32_t> htc_sweep_graph(const Graph& g, std::vector<uint8_t>& s) {
+  const int n = g.n;
   FlowSolver sol(g);
   auto buf = sol.make_buf();
   std::vector<int32_t> out;
@@ -224,6 +241,32 @@ std::vector<int32_t> htc_sweep(int32_t n, const int32_t* directed, int64_t n_dir
     }
   }
   return out;
+}
+
+AncestralResult htc_sweeps_run(const Graph& g, const int32_t* directed, int64_t n_dir) {
+  AncestralResult r;
+  r.node_solved.assign(size_t(g.n), 0);
+  for (int v = 0; v < g.n; ++v) r.node_solved[size_t(v)] = g.npa(v) == 0;
+  while (!htc_sweep_graph(g, r.node_solved).empty()) ++r.rounds;
+  r.edge_solved.resize(size_t(n_dir));
+  for (i64 e = 0; e < n_dir; ++e) r.edge_solved[size_t(e)] = r.node_solved[size_t(directed[2 * e + 1])];
+  return r;
+}
+
+}  // namespace detail
+
+std::vector<int32_t> htc_sweep(int32_t n, const int32_t* directed, int64_t n_dir, const int32_t* bidirected,
+                               int64_t n_bi, const uint8_t* solved) {
+  validate(n, directed, n_dir, bidirected, n_bi);
+  const Graph g = build_graph(n, directed, n_dir, bidirected, n_bi, false);
+  Mask s(solved, solved + n);
+  return detail::htc_sweep_graph(g, s);
+}
+
+AncestralResult htc_sweeps(int32_t n, const int32_t* directed, int64_t n_dir, const int32_t* bidirected,
+                           int64_t n_bi) {
+  validate(n, directed, n_dir, bidirected, n_bi);
+  return detail::htc_sweeps_run(build_graph(n, directed, n_dir, bidirected, n_bi, false), directed, n_dir);
 }
 
 }  // namespace fastnips::causal

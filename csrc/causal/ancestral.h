@@ -31,4 +31,15 @@ AncestralResult ancestral_identify_tian(int32_t n, const int32_t* directed, int6
 std::vector<int32_t> htc_sweep(int32_t n, const int32_t* directed, int64_t n_dir, const int32_t* bidirected,
                                int64_t n_bi, const uint8_t* solved);
 
+// The "htc" step alone to its fixpoint, as generalGenericID's loop runs it before any other step: htc_sweep
+// from the parentless nodes until a sweep solves nothing; rounds = the sweeps that solved a node. The
+// result of edgewiseTSID's loop whenever it solves every node (the other steps then find nothing to do).
+AncestralResult htc_sweeps(int32_t n, const int32_t* directed, int64_t n_dir, const int32_t* bidirected,
+                           int64_t n_bi);
+
+// htc_sweeps on the component graph of every Tian c-component (rounds summed over the components), as
+// generalGenericID(tianDecompose = TRUE) runs it (causal/tian.cpp).
+AncestralResult htc_sweeps_tian(int32_t n, const int32_t* directed, int64_t n_dir, const int32_t* bidirected,
+                                int64_t n_bi);
+
 }  // namespace fastnips::causal

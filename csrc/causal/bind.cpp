@@ -1,5 +1,6 @@
 // Bindings of the causal field: htc_identify, edgewise_identify and htc_identify_many (the HTC solvers of
-// causal/htc.h), ancestral_identify and htc_sweep (causal/ancestral.h), trek_edge_identified (causal/trek.h).
+// causal/htc.h), ancestral_identify, htc_sweep and htc_sweeps (causal/ancestral.h), trek_edge_identified
+// (causal/trek.h).
 // Results come back as dicts of numpy arrays and lists, as fastnips.causal reads them.
 #include "causal/ancestral.h"
 #include "causal/htc.h"
@@ -108,14 +109,16 @@ py::dict edgewise_identify(int32_t n, const py::object& directed, const py::obje
   return d;
 }
 
-py::dict ancestral_identify(int32_t n, const py::object& directed, const py::object& bidirected, bool tian) {
+using SolvedFn = fc::AncestralResult (*)(int32_t, const int32_t*, int64_t, const int32_t*, int64_t);
+
+// A per-graph fixpoint of causal/ancestral.h (plain or Tian) as a dict: edge_solved, node_solved, rounds.
+py::dict solved_result(int32_t n, const py::object& directed, const py::object& bidirected, SolvedFn fn) {
   const IntPairs dir = checked_int32(directed, "directed"), bi = checked_int32(bidirected, "bidirected");
   const int64_t n_dir = pair_count(dir, "directed"), n_bi = pair_count(bi, "bidirected");
   check_n(n);
   fc::AncestralResult r;
   run_released([&] {
-    r = tian ? fc::ancestral_identify_tian(n, dir.data(), n_dir, bi.data(), n_bi)
-             : fc::ancestral_identify(n, dir.data(), n_dir, bi.data(), n_bi);
+    r = fn(n, dir.data(), n_dir, bi.data(), n_bi);
     return Status{};
   });
   py::dict d;
@@ -125,12 +128,23 @@ py::dict ancestral_identify(int32_t n, const py::object& directed, const py::obj
   return d;
 }
 
+py::dict ancestral_identify(int32_t n, const py::object& directed, const py::object& bidirected, bool tian) {
+  return solved_result(n, directed, bidirected, tian ? fc::ancestral_identify_tian : fc::ancestral_identify);
+}
+
+py::dict htc_sweeps(int32_t n, const py::object& directed, const py::object& bidirected, bool tian) {
+  return solved_result(n, directed, bidirected, tian ? fc::htc_sweeps_tian : fc::htc_sweeps);
+}
+
 py::array htc_sweep(int32_t n, const py::object& directed, const py::object& bidirected, const py::object& solved) {
   const IntPairs dir = checked_int32(directed, "directed"), bi = checked_int32(bidirected, "bidirected");
   const int64_t n_dir = pair_count(dir, "directed"), n_bi = pair_count(bi, "bidirected");
   check_n(n);
-  const auto mask = py::cast<py::array_t<uint8_t, py::array::c_style | py::array::forcecast>>(solved);
-  if (mask.ndim() != 1 || mask.shape(0) != n) throw py::value_error("solved must have shape (n,)");
+  // a bool or integer mask (nonzero: solved); floats, complex and objects are refused, not cast
+  const Int32Array flags = checked_int32(solved, "solved");
+  if (flags.ndim() != 1 || flags.shape(0) != n) throw py::value_error("solved must have shape (n,)");
+  std::vector<uint8_t> mask(static_cast<size_t>(n));
+  for (int32_t v = 0; v < n; ++v) mask[size_t(v)] = flags.data()[v] != 0;
   std::vector<int32_t> out;
   run_released([&] {
     out = fc::htc_sweep(n, dir.data(), n_dir, bi.data(), n_bi, mask.data());
@@ -238,6 +252,9 @@ void bind_causal(py::module_& m) {
         "Trek-separation search for one edge j -> i (the per-edge search of fastnips.causal._ref_trek).");
   m.def("htc_sweep", &htc_sweep, py::arg("n"), py::arg("directed"), py::arg("bidirected"), py::arg("solved"),
         "One Gauss-Seidel sweep of SEMID's htcIdentifyStep; returns the nodes it solves, in order.");
+  m.def("htc_sweeps", &htc_sweeps, py::arg("n"), py::arg("directed"), py::arg("bidirected"), py::arg("tian") = false,
+        "htcIdentifyStep alone to its fixpoint (generalGenericID's first phase; tian: per Tian c-component graph, "
+        "rounds summed); dict of edge_solved, node_solved, rounds.");
   m.def("htc_identify_many", &htc_identify_many, py::arg("graphs"), py::arg("method") = "randomized",
         py::arg("tian") = false, py::arg("seed") = 0, py::arg("prime") = kMersenne61,
         "htc_identify over a list of (n, directed, bidirected), OpenMP-parallel, GIL released.");

@@ -22,32 +22,23 @@ bool in_parallel() {
 
 void build_csr(int n, const std::vector<std::pair<i32, i32>>& key_eid, const std::vector<i32>& owner,
                std::vector<i32>& off, std::vector<i32>& adj, std::vector<i32>& eid) {
-  // key_eid[e] = (neighbor, edge id), owner[e] = node whose list it belongs to
+  // key_eid[e] = (neighbor, edge id), owner[e] = node whose list it belongs to. Two stable counting passes
+  // (by neighbor, then by owner) leave every list sorted by (neighbor, input position): O(n + |E|), no sort.
+  const size_t m = owner.size();
+  std::vector<i32> koff(size_t(n) + 1, 0), by_key(m);
+  for (const auto& ke : key_eid) ++koff[size_t(ke.first) + 1];
+  for (int v = 0; v < n; ++v) koff[v + 1] += koff[v];
+  for (size_t e = 0; e < m; ++e) by_key[size_t(koff[size_t(key_eid[e].first)]++)] = i32(e);
   off.assign(size_t(n) + 1, 0);
   for (i32 o : owner) ++off[size_t(o) + 1];
   for (int v = 0; v < n; ++v) off[v + 1] += off[v];
-  adj.resize(owner.size());
-  eid.resize(owner.size());
+  adj.resize(m);
+  eid.resize(m);
   std::vector<i32> pos(off.begin(), off.end() - 1);
-  for (size_t e = 0; e < owner.size(); ++e) {
-    const i32 p = pos[owner[e]]++;
-    adj[p] = key_eid[e].first;
-    eid[p] = key_eid[e].second;
-  }
-  std::vector<std::pair<i32, i32>> tmp;
-  for (int v = 0; v < n; ++v) {
-    const i32 b = off[v], e = off[v + 1];
-    if (e - b <= 1) continue;
-    bool sorted = true;
-    for (i32 i = b + 1; i < e; ++i) sorted = sorted && adj[i - 1] < adj[i];
-    if (sorted) continue;
-    tmp.clear();
-    for (i32 i = b; i < e; ++i) tmp.emplace_back(adj[i], eid[i]);
-    std::sort(tmp.begin(), tmp.end());
-    for (i32 i = b; i < e; ++i) {
-      adj[i] = tmp[i - b].first;
-      eid[i] = tmp[i - b].second;
-    }
+  for (const i32 e : by_key) {
+    const i32 p = pos[size_t(owner[size_t(e)])]++;
+    adj[size_t(p)] = key_eid[size_t(e)].first;
+    eid[size_t(p)] = key_eid[size_t(e)].second;
   }
 }
 
@@ -175,29 +166,43 @@ void validate(int n, const i32* dir, i64 nd, const i32* bi, i64 nb) {
     refuse("htc: too many edges (at most 2^31-1 directed, 2^30-1 bidirected)");
   if ((nd > 0 && dir == nullptr) || (nb > 0 && bi == nullptr))
     refuse("htc: null edge buffer");
-  std::vector<u64> keys;
-  keys.reserve(size_t(std::max(nd, nb)));
+  // Duplicates in O(n + |E|): the edges grouped by their first node (a counting pass), then one stamp per
+  // second node (stamp[h] == t + 1: h already seen with t).
+  std::vector<i32> off(size_t(n) + 1), other, stamp(size_t(n), 0);
+  auto has_duplicate = [&](i64 m, auto&& ends) {
+    std::fill(off.begin(), off.end(), 0);
+    for (i64 e = 0; e < m; ++e) ++off[size_t(ends(e).first) + 1];
+    for (int v = 0; v < n; ++v) off[v + 1] += off[v];
+    other.resize(size_t(m));
+    for (i64 e = 0; e < m; ++e) {
+      const auto [t, h] = ends(e);
+      other[size_t(off[size_t(t)]++)] = h;
+    }
+    for (int v = n; v > 0; --v) off[v] = off[v - 1];  // off[t] was advanced to the end of t's group
+    off[0] = 0;
+    std::fill(stamp.begin(), stamp.end(), 0);
+    for (int t = 0; t < n; ++t)
+      for (i32 k = off[t]; k < off[t + 1]; ++k) {
+        if (stamp[size_t(other[size_t(k)])] == t + 1) return true;
+        stamp[size_t(other[size_t(k)])] = t + 1;
+      }
+    return false;
+  };
   for (i64 e = 0; e < nd; ++e) {
     const i32 t = dir[2 * e], h = dir[2 * e + 1];
     if (t < 0 || t >= n || h < 0 || h >= n)
       refuse("htc: directed edge " + std::to_string(e) + " has a node id out of range");
     if (t == h) refuse("htc: directed self loop at node " + std::to_string(t));
-    keys.push_back(u64(t) * u64(n) + u64(h));
   }
-  std::sort(keys.begin(), keys.end());
-  if (std::adjacent_find(keys.begin(), keys.end()) != keys.end())
+  if (has_duplicate(nd, [dir](i64 e) { return std::pair<i32, i32>(dir[2 * e], dir[2 * e + 1]); }))
     refuse("htc: duplicate directed edge");
-  keys.clear();
   for (i64 e = 0; e < nb; ++e) {
-    i32 a = bi[2 * e], b = bi[2 * e + 1];
+    const i32 a = bi[2 * e], b = bi[2 * e + 1];
     if (a < 0 || a >= n || b < 0 || b >= n)
       refuse("htc: bidirected edge " + std::to_string(e) + " has a node id out of range");
     if (a == b) refuse("htc: bidirected self loop at node " + std::to_string(a));
-    if (a > b) std::swap(a, b);
-    keys.push_back(u64(a) * u64(n) + u64(b));
   }
-  std::sort(keys.begin(), keys.end());
-  if (std::adjacent_find(keys.begin(), keys.end()) != keys.end())
+  if (has_duplicate(nb, [bi](i64 e) { return std::minmax(bi[2 * e], bi[2 * e + 1]); }))
     refuse("htc: duplicate bidirected edge");
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "causal/ancestral.h"
+#include "causal/edgewise.h"
 #include "common/interrupt.h"
 
 namespace fastnips::causal {
@@ -113,8 +114,12 @@ EdgewiseResult edgewise_identify_tian(int32_t n, const int32_t* directed, int64_
   res.edge_solved.assign(size_t(n_dir), 0);
   res.edge_step.assign(size_t(n_dir), -1);
   detail::for_each_tian_component(n, directed, n_dir, bidirected, n_bi, [&](const detail::TianPiece& t) {
-    const EdgewiseResult sub = edgewise_identify(int32_t(t.nodes.size()), t.ld.data(), int64_t(t.dir_ids.size()),
-                                                 t.lb.data(), int64_t(t.lb.size() / 2), opt);
+    // the component graph is valid by construction (and the prime checked above): no second validation
+    const int32_t m = int32_t(t.nodes.size());
+    const int64_t nd = int64_t(t.dir_ids.size()), nb = int64_t(t.lb.size() / 2);
+    const bool par = detail::use_threads(m, nd, nb);
+    const EdgewiseResult sub = detail::edgewise_run(detail::build_graph(m, t.ld.data(), nd, t.lb.data(), nb, par),
+                                                    opt.prime, opt.seed, par);
     const int32_t base = int32_t(res.steps.size());
     for (size_t k = 0; k < t.dir_ids.size(); ++k) {
       res.edge_solved[size_t(t.dir_ids[k])] = sub.edge_solved[k];
@@ -134,6 +139,25 @@ EdgewiseResult edgewise_identify_tian(int32_t n, const int32_t* directed, int64_
   res.node_solved.assign(size_t(n), 1);
   for (int64_t e = 0; e < n_dir; ++e)
     if (!res.edge_solved[size_t(e)]) res.node_solved[size_t(directed[2 * e + 1])] = 0;
+  return res;
+}
+
+AncestralResult htc_sweeps_tian(int32_t n, const int32_t* directed, int64_t n_dir, const int32_t* bidirected,
+                                int64_t n_bi) {
+  AncestralResult res;
+  res.node_solved.assign(size_t(n), 1);  // parentless nodes, and every node of an edgeless component
+  detail::for_each_tian_component(n, directed, n_dir, bidirected, n_bi, [&](const detail::TianPiece& t) {
+    const int32_t m = int32_t(t.nodes.size());
+    const int64_t nd = int64_t(t.dir_ids.size());
+    const AncestralResult sub =
+        detail::htc_sweeps_run(detail::build_graph(m, t.ld.data(), nd, t.lb.data(), int64_t(t.lb.size() / 2), false),
+                               t.ld.data(), nd);
+    for (size_t k = 0; k < t.dir_ids.size(); ++k)  // the heads: the component's internal nodes with parents
+      res.node_solved[size_t(t.nodes[size_t(t.ld[2 * k + 1])])] = sub.node_solved[size_t(t.ld[2 * k + 1])];
+    res.rounds += sub.rounds;
+  });
+  res.edge_solved.resize(size_t(n_dir));
+  for (int64_t e = 0; e < n_dir; ++e) res.edge_solved[size_t(e)] = res.node_solved[size_t(directed[2 * e + 1])];
   return res;
 }
 

@@ -245,7 +245,10 @@ def test_plot_draws_every_edge():
         plot(README_1, pos={0: (0, 0)})
 
 
-SEMID_R = r"""
+# SEMID from FASTNIPS_SEMID_LIB (default /opt/R-semid) or R's own library, as bench/causal/semid_driver.R
+SEMID_LIB = r""".libPaths(c(Sys.getenv("FASTNIPS_SEMID_LIB", "/opt/R-semid"), .libPaths()))
+"""
+SEMID_R = SEMID_LIB + r"""
 suppressMessages({library(SEMID); library(jsonlite)}); con <- file("stdin"); lines <- readLines(con); close(con)
 for (ln in lines) { x <- fromJSON(ln); n <- x$n
   L <- matrix(0, n, n); O <- matrix(0, n, n)
@@ -261,7 +264,7 @@ for (ln in lines) { x <- fromJSON(ln); n <- x$n
 def _semid_installed() -> bool:
     if shutil.which("Rscript") is None:
         return False
-    r = subprocess.run(["Rscript", "-e", "library(SEMID); library(jsonlite)"], capture_output=True)
+    r = subprocess.run(["Rscript", "-e", SEMID_LIB + "library(SEMID); library(jsonlite)"], capture_output=True)
     return r.returncode == 0
 
 

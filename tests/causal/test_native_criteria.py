@@ -18,7 +18,7 @@ import pytest
 from fastnips import _backend
 from fastnips.causal import MixedGraph, ancestral_identify, edgewise_identify, identify, trek_separation_identify
 from fastnips.causal._edgewise_tian import _edgewise_tian
-from fastnips.causal._ref_generic import _Ctx, htc_step
+from fastnips.causal._ref_generic import _Ctx, generic_identify, htc_step
 from fastnips.causal._ref_mixed_graph import _G, _descendants, _strong_components
 from fastnips.causal._ref_trek import _edge_identified
 from fastnips.causal.criteria import _NativeSteps
@@ -188,6 +188,33 @@ def test_htc_sweep_native_equals_reference(family):
 
 
 @needs_cpp
+@pytest.mark.parametrize("tian", [True, False])
+def test_htc_sweeps_native_equals_reference_loop(tian):
+    """The loop's "htc" phase in one native call (htc_sweeps): the answers and rounds of the reference loop with
+    steps=["htc"]; where it solves every node, identify's shortcut gives the reference edgewiseTSID's answer."""
+    C = _backend.native()
+    full = partial = 0
+    for family, make in FAMILIES.items():
+        for n in (8, 16, 30):
+            for seed in range(4):
+                g = make(n, 100 * n + seed)
+                d, b = g.to_arrays()
+                ref = generic_identify(g.n, d, b, ["htc"], tian)
+                nat = C.htc_sweeps(g.n, d, b, tian=tian)
+                assert nat["node_solved"].tolist() == ref["node_solved"].tolist(), (family, n, seed)
+                assert nat["edge_solved"].tolist() == ref["edge_solved"].tolist(), (family, n, seed)
+                assert nat["rounds"] == ref["rounds"], (family, n, seed)
+                if nat["node_solved"].all():
+                    full += 1
+                    _same(trek_separation_identify(g, tian=tian, backend="cpp"),
+                          trek_separation_identify(g, tian=tian, backend="reference"))
+                else:
+                    partial += 1
+    assert full >= 10, (full, partial)
+    assert partial >= 10, (full, partial)
+
+
+@needs_cpp
 @pytest.mark.parametrize("family", ["sparse", "dense", "cyclic"])
 def test_trek_separation_native_equals_reference_on_random_graphs(family):
     for n in (10, 18, 25):
@@ -247,6 +274,12 @@ def test_native_bindings_refuse_bad_input():
         C.htc_sweep(3, d, b, np.zeros(2, dtype=np.uint8))
     with pytest.raises(ValueError, match="duplicate"):
         C.htc_sweep(3, np.array([[0, 1], [0, 1]]), b, np.zeros(3, dtype=np.uint8))
+    with pytest.raises(TypeError, match="solved must hold integers"):  # not cast to a mask
+        C.htc_sweep(3, d, b, np.zeros(3, dtype=complex))
+    with pytest.raises(ValueError, match="duplicate bidirected"):
+        C.htc_sweeps(3, d, np.array([[0, 2], [2, 0]]), tian=True)
+    with pytest.raises(ValueError, match="out of range"):
+        C.htc_sweeps(3, np.array([[0, 3]]), b)
     sig, a = np.eye(3, dtype=np.int64), np.ones(3, dtype=np.int64)
     good = dict(n=3, directed=d, bidirected=b, i=2, j=1, sigma=sig, a=a, b=a, pool=[0], removed=[1], max_k=2)
     assert isinstance(C.trek_edge_identified(**good), bool)

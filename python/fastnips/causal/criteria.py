@@ -16,7 +16,9 @@ These run on the reference code of :mod:`fastnips.causal.reference` (max-flows, 
 numpy determinants).  ``backend="cpp"`` (picked by ``"auto"`` when the native core is built) runs the ancestral
 criterion (with its Tian split) and the per-edge trek-separation search natively, with the same candidates
 and the same exact max-flows, so the same answers; inside :func:`identify`'s loop with trek separation the
-``"htc"`` sweeps are native too, the edgewise step stays Python.
+``"htc"`` sweeps are native too, the edgewise step stays Python.  A loop that starts with ``"htc"`` first
+runs that step to its fixpoint in one native call; where it solves every node, that is the loop's answer
+(the other steps have nothing left to do) and no Python runs.
 """
 
 from __future__ import annotations
@@ -128,7 +130,8 @@ def identify(g: MixedGraph, steps: Sequence[str] = ("htc",), *, tian: bool = Tru
     backend : {"auto", "cpp", "reference"}, default "auto"
         ``"cpp"``: ``steps=["ancestral"]`` runs natively as a whole; with ``"trek_separation"`` among the
         steps (and not ``"ancestral"``, ``max_subset_size <= 3``) its per-edge search and the ``"htc"``
-        sweeps run natively (the edgewise step stays Python).  Other
+        sweeps run natively (the edgewise step stays Python; with ``"htc"`` first, a graph that the
+        ``"htc"`` phase solves completely never reaches Python).  Other
         step lists refuse ``"cpp"`` (``"auto"`` takes the reference then).
 
     Returns
@@ -171,9 +174,16 @@ def identify(g: MixedGraph, steps: Sequence[str] = ("htc",), *, tian: bool = Tru
                             check=lambda b: _native_reason(b, steps, max_subset_size))
     d, b = g.to_arrays()
     native = name == "cpp"
+    raw = None
     if native and steps == ("ancestral",):  # the whole criterion, Tian split included, in one native call
         raw = _backend.native().ancestral_identify(g.n, d, b, tian=bool(tian))
-    else:
+    elif native and steps[0] == "htc":
+        # The loop starts with "htc" sweeps to their fixpoint (per Tian component); where they solve every
+        # node, the other steps find nothing to do and that is the loop's answer, rounds included.
+        raw = _backend.native().htc_sweeps(g.n, d, b, tian=bool(tian))
+        if not raw["node_solved"].all():
+            raw = None
+    if raw is None:
         raw = generic_identify(g.n, d, b, steps, bool(tian), seed, prime, subset_size_control, max_subset_size,
                                native=_NativeSteps() if native else None)
     return IdentificationResult(graph=g, criterion="+".join(steps), tian=bool(tian), method="mixed",
