@@ -78,7 +78,7 @@ def captured_call(name: str, run) -> tuple:
 
 def new_field_calls() -> dict:
     """Valid calls of the causal criteria, submodular and functional bindings, captured from their public API."""
-    from fastnips.causal import ancestral_identify, trek_separation_identify
+    from fastnips.causal import ancestral_identify, global_identifiable, trek_separation_identify
     from fastnips.causal.generators import random_mixed_graph
     from fastnips.functional import BSplineBasis, curve_coefficients
     from fastnips.submodular import FacilityLocation, FeatureBased, PairwiseSubmodular, certify, greedy
@@ -93,6 +93,7 @@ def new_field_calls() -> dict:
         "htc_sweep": lambda: trek_separation_identify(g, backend="cpp"),
         "htc_sweeps": lambda: trek_separation_identify(g, backend="cpp"),
         "ancestral_identify": lambda: ancestral_identify(g, backend="cpp"),
+        "global_identifiable": lambda: global_identifiable(g, backend="cpp"),
         "submodular_greedy_pairwise": lambda: greedy(f, 3, backend="cpp"),
         "submodular_certify": lambda: certify(f, backend="cpp"),
         "submodular_greedy_feature": lambda: greedy(FeatureBased(X), 3, backend="cpp"),

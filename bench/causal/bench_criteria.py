@@ -47,6 +47,7 @@ FAMILIES = {
 }
 SIZES = [25, 50, 100]
 RUNS = {
+    "htc-cpp": lambda g: htc_identify(g, backend="cpp"),  # the yardstick: today's HTC against SEMID's htcID
     "edgewise_tian-cpp": lambda g: edgewise_identify(g, tian=True, backend="cpp"),
     "edgewise_tian-reference": lambda g: identify(g, ["edgewise"]),
     "tsid-cpp": lambda g: trek_separation_identify(g, backend="cpp"),
@@ -55,10 +56,16 @@ RUNS = {
     "ancestral-reference": lambda g: ancestral_identify(g, backend="reference"),
     "global": global_identifiable,
 }
-SEMID = {"edgewise_tian-cpp": "edgewiseID_tian", "tsid-cpp": "edgewiseTSID", "ancestral-cpp": "ancestralID",
-         "global": "globalID"}
+SEMID = {"htc-cpp": "htcID", "edgewise_tian-cpp": "edgewiseID_tian", "tsid-cpp": "edgewiseTSID",
+         "ancestral-cpp": "ancestralID", "global": "globalID"}
 # the trek-separation search costs O(n^4 log n) per unidentified edge: largest n per family
 LIMITS = {"tsid-reference": {"nonid": 25}, "tsid-cpp": {"nonid": 25}}
+# SEMID calls of minutes (one call each, in R 4.2.2 on the 2-core bench VM, 2026-12-03): not run by the bench;
+# bench/README.md gives the lower bounds measured with semid_driver.R and a time limit.
+SEMID_SLOW = {("edgewiseTSID", "sparse", 50): "more than 600 s", ("edgewiseTSID", "cyclic", 25): "more than 300 s",
+              ("edgewiseTSID", "nonid", 25): "more than 300 s", ("ancestralID", "nonid", 100): "minutes",
+              ("edgewiseID_tian", "nonid", 100): "about 55 s"}
+SEMID_SMOKE_N = 25  # with --benchmark-disable (CI smoke run) the SEMID rows stop at this n
 
 
 @functools.cache
@@ -103,7 +110,13 @@ def test_criteria(machine_facts, request, family, n, impl):
         if why:
             pytest.skip(why)
         smoke = request.config.getoption("benchmark_disable")
-        rec = benchmark.pedantic(peer.run_semid, args=(key, g, 1 if smoke else 3), rounds=1, iterations=1)
+        slow = SEMID_SLOW.get((key, family, n))
+        if slow or (smoke and n > SEMID_SMOKE_N):
+            pytest.skip(f"SEMID {key} on {family} n={n}: " + (f"{slow} per call" if slow else "smoke run"))
+        try:
+            rec = benchmark.pedantic(peer.run_semid, args=(key, g, 1 if smoke else 3), rounds=1, iterations=1)
+        except peer.SemidError as e:  # SEMID 0.4.2's ancestralID stops on some graphs (a source set outside G)
+            pytest.skip(f"SEMID {key} stops with an error on {family} n={n}: {e}")
         benchmark.extra_info["inner_median_s"] = float(np.median(rec["seconds"]))
         r = RUNS[ours](g)
         got = (list(range(g.n)) if r else []) if ours == "global" else r.identified_nodes

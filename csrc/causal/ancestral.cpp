@@ -10,7 +10,10 @@
 // whole graph; the half-trek systems are the exact incremental max-flow of maxflow.h on the component graph.
 #include "causal/ancestral.h"
 
+#include <algorithm>
 #include <memory>
+#include <numeric>
+#include <set>
 #include <vector>
 
 #include "causal/maxflow.h"
@@ -215,6 +218,69 @@ AncestralResult ancestral_identify(int32_t n, const int32_t* directed, int64_t n
   r.edge_solved.resize(size_t(n_dir));
   for (i64 e = 0; e < n_dir; ++e) r.edge_solved[e] = s.solved[directed[2 * e + 1]];
   return r;
+}
+
+bool global_identifiable(int32_t n, const int32_t* directed, int64_t n_dir, const int32_t* bidirected,
+                         int64_t n_bi) {
+  validate(n, directed, n_dir, bidirected, n_bi);
+  const Graph g = build_graph(n, directed, n_dir, bidirected, n_bi, false, false);
+  if (g.nscc != n) return false;  // a directed cycle
+  Mask in(size_t(n), 0), seen(size_t(n), 0);
+  std::vector<i32> stack;
+  // nodes reachable from `start` along (off, adj) inside the marked set `in`, ascending
+  auto reach = [&](i32 start, const std::vector<i32>& off, const std::vector<i32>& adj) {
+    std::vector<i32> out{start};
+    seen[start] = 1;
+    stack.assign(1, start);
+    while (!stack.empty()) {
+      const i32 u = stack.back();
+      stack.pop_back();
+      for (i32 e = off[u]; e < off[u + 1]; ++e)
+        if (in[adj[e]] && !seen[adj[e]]) {
+          seen[adj[e]] = 1;
+          out.push_back(adj[e]);
+          stack.push_back(adj[e]);
+        }
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  std::vector<std::vector<i32>> todo;
+  std::set<std::vector<i32>> done;  // a component's verdict depends on its node set only
+  auto push_components = [&](const std::vector<i32>& nodes) {  // bidirected components (> 1 node) in `nodes`
+    for (i32 v : nodes) in[v] = 1;
+    for (i32 v : nodes)
+      if (!seen[v]) {
+        std::vector<i32> c = reach(v, g.sb_off, g.sib);
+        if (c.size() > 1 && done.insert(c).second) todo.push_back(std::move(c));
+      }
+    for (i32 v : nodes) in[v] = seen[v] = 0;
+  };
+  std::vector<i32> all(static_cast<size_t>(n));
+  std::iota(all.begin(), all.end(), 0);
+  push_components(all);
+  while (!todo.empty()) {
+    check_interrupt();
+    const std::vector<i32> comp = std::move(todo.back());
+    todo.pop_back();
+    for (i32 v : comp) in[v] = 1;
+    std::vector<i32> sinks;
+    for (i32 v : comp) {
+      bool sink = true;
+      for (i32 e = g.ch_off[v]; e < g.ch_off[v + 1] && sink; ++e) sink = !in[g.ch[e]];
+      if (sink) sinks.push_back(v);
+    }
+    if (sinks.size() == 1) return false;
+    std::vector<std::vector<i32>> ancs;
+    for (i32 s : sinks) {
+      ancs.push_back(reach(s, g.pa_off, g.pa));  // the ancestors of s inside comp
+      for (i32 v : ancs.back()) seen[v] = 0;
+    }
+    for (i32 v : comp) in[v] = 0;
+    for (const auto& a : ancs)
+      if (a.size() > 1) push_components(a);
+  }
+  return true;
 }
 
 namespace detail {

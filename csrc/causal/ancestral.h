@@ -37,6 +37,13 @@ std::vector<int32_t> htc_sweep(int32_t n, const int32_t* directed, int64_t n_dir
 AncestralResult htc_sweeps(int32_t n, const int32_t* directed, int64_t n_dir, const int32_t* bidirected,
                            int64_t n_bi);
 
+// SEMID globalID (Drton, Foygel & Sullivant 2011, Thm 2): false for a graph with a directed cycle; else true
+// iff every bidirected component (of two or more nodes) has at least two sinks and, recursively, so do the
+// bidirected components inside the ancestors (within the component) of each sink. Each distinct component is
+// examined once (its verdict depends on its node set only).
+bool global_identifiable(int32_t n, const int32_t* directed, int64_t n_dir, const int32_t* bidirected,
+                         int64_t n_bi);
+
 // htc_sweeps on the component graph of every Tian c-component (rounds summed over the components), as
 // generalGenericID(tianDecompose = TRUE) runs it (causal/tian.cpp).
 AncestralResult htc_sweeps_tian(int32_t n, const int32_t* directed, int64_t n_dir, const int32_t* bidirected,

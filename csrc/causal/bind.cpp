@@ -1,6 +1,6 @@
 // Bindings of the causal field: htc_identify, edgewise_identify and htc_identify_many (the HTC solvers of
-// causal/htc.h), ancestral_identify, htc_sweep and htc_sweeps (causal/ancestral.h), trek_edge_identified
-// (causal/trek.h).
+// causal/htc.h), ancestral_identify, htc_sweep, htc_sweeps and global_identifiable (causal/ancestral.h),
+// trek_edge_identified (causal/trek.h).
 // Results come back as dicts of numpy arrays and lists, as fastnips.causal reads them.
 #include "causal/ancestral.h"
 #include "causal/htc.h"
@@ -136,6 +136,18 @@ py::dict htc_sweeps(int32_t n, const py::object& directed, const py::object& bid
   return solved_result(n, directed, bidirected, tian ? fc::htc_sweeps_tian : fc::htc_sweeps);
 }
 
+bool global_identifiable(int32_t n, const py::object& directed, const py::object& bidirected) {
+  const IntPairs dir = checked_int32(directed, "directed"), bi = checked_int32(bidirected, "bidirected");
+  const int64_t n_dir = pair_count(dir, "directed"), n_bi = pair_count(bi, "bidirected");
+  check_n(n);
+  bool out = false;
+  run_released([&] {
+    out = fc::global_identifiable(n, dir.data(), n_dir, bi.data(), n_bi);
+    return Status{};
+  });
+  return out;
+}
+
 py::array htc_sweep(int32_t n, const py::object& directed, const py::object& bidirected, const py::object& solved) {
   const IntPairs dir = checked_int32(directed, "directed"), bi = checked_int32(bidirected, "bidirected");
   const int64_t n_dir = pair_count(dir, "directed"), n_bi = pair_count(bi, "bidirected");
@@ -252,6 +264,8 @@ void bind_causal(py::module_& m) {
         "Trek-separation search for one edge j -> i (the per-edge search of fastnips.causal._ref_trek).");
   m.def("htc_sweep", &htc_sweep, py::arg("n"), py::arg("directed"), py::arg("bidirected"), py::arg("solved"),
         "One Gauss-Seidel sweep of SEMID's htcIdentifyStep; returns the nodes it solves, in order.");
+  m.def("global_identifiable", &global_identifiable, py::arg("n"), py::arg("directed"), py::arg("bidirected"),
+        "SEMID's globalID (false for cyclic graphs); see fastnips.causal.global_identifiable.");
   m.def("htc_sweeps", &htc_sweeps, py::arg("n"), py::arg("directed"), py::arg("bidirected"), py::arg("tian") = false,
         "htcIdentifyStep alone to its fixpoint (generalGenericID's first phase; tian: per Tian c-component graph, "
         "rounds summed); dict of edge_solved, node_solved, rounds.");

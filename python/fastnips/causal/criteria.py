@@ -260,7 +260,7 @@ def ancestral_identify(g: MixedGraph, *, tian: bool = True, backend: str = "auto
     return identify(g, ["ancestral"], tian=tian, backend=backend)
 
 
-def global_identifiable(g: MixedGraph) -> bool:
+def global_identifiable(g: MixedGraph, *, backend: str = "auto") -> bool:
     r"""Global identifiability (Drton, Foygel & Sullivant 2011, Thm 2; SEMID ``globalID``).
 
     The map :math:`(\Lambda, \Omega) \mapsto \Sigma` is injective on the whole parameter space iff the graph
@@ -271,6 +271,8 @@ def global_identifiable(g: MixedGraph) -> bool:
     Parameters
     ----------
     g : MixedGraph
+    backend : {"auto", "cpp", "reference"}, default "auto"
+        ``"cpp"``: the same recursion natively (each distinct component examined once; the same answer).
 
     Returns
     -------
@@ -288,6 +290,9 @@ def global_identifiable(g: MixedGraph) -> bool:
     True
     """
     g = _check_graph(g)
+    name = _backend.resolve(backend, op="global_identifiable", supported=("reference", "cpp"))
+    if name == "cpp":
+        return bool(_backend.native().global_identifiable(g.n, *g.to_arrays()))
     return bool(_ref_global(g.n, *g.to_arrays()))
 
 
