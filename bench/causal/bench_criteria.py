@@ -65,7 +65,6 @@ LIMITS = {"tsid-reference": {"nonid": 25}, "tsid-cpp": {"nonid": 25}}
 SEMID_SLOW = {("edgewiseTSID", "sparse", 50): "more than 600 s", ("edgewiseTSID", "cyclic", 25): "more than 300 s",
               ("edgewiseTSID", "nonid", 25): "more than 300 s", ("ancestralID", "nonid", 100): "minutes",
               ("edgewiseID_tian", "nonid", 100): "about 55 s"}
-SEMID_SMOKE_N = 25  # with --benchmark-disable (CI smoke run) the SEMID rows stop at this n
 
 
 @functools.cache
@@ -111,8 +110,8 @@ def test_criteria(machine_facts, request, family, n, impl):
             pytest.skip(why)
         smoke = request.config.getoption("benchmark_disable")
         slow = SEMID_SLOW.get((key, family, n))
-        if slow or (smoke and n > SEMID_SMOKE_N):
-            pytest.skip(f"SEMID {key} on {family} n={n}: " + (f"{slow} per call" if slow else "smoke run"))
+        if slow or (smoke and (family, n) != peer.SEMID_SMOKE_GRAPH):
+            pytest.skip(f"SEMID {key} on {family} n={n}: " + (f"{slow} per call" if slow else "not in the smoke run"))
         try:
             rec = benchmark.pedantic(peer.run_semid, args=(key, g, 1 if smoke else 3), rounds=1, iterations=1)
         except peer.SemidError as e:  # SEMID 0.4.2's ancestralID stops on some graphs (a source set outside G)
