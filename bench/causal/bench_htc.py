@@ -65,7 +65,6 @@ def exact_nodes(family: str, n: int) -> list[int]:
     return htc_identify(graph(family, n), method="maxflow", backend="cpp").identified_nodes
 
 
-@functools.lru_cache(maxsize=1)
 @functools.cache
 def semid_available() -> str:
     """'' when SEMID can run, else the reason (probed once per session)."""

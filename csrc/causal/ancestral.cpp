@@ -283,8 +283,9 @@ bool global_identifiable(int32_t n, const int32_t* directed, int64_t n_dir, cons
   return true;
 }
 
-namespace detail {
+namespace {
 
+// One Gauss-Seidel sweep of htcIdentifyStep on a built graph; s: the solved mask, updated.
 std::vector<int32_t> htc_sweep_graph(const Graph& g, std::vector<uint8_t>& s) {
   const int n = g.n;
   FlowSolver sol(g);
@@ -309,7 +310,9 @@ std::vector<int32_t> htc_sweep_graph(const Graph& g, std::vector<uint8_t>& s) {
   return out;
 }
 
-AncestralResult htc_sweeps_run(const Graph& g, const int32_t* directed, int64_t n_dir) {
+}  // namespace
+
+AncestralResult detail::htc_sweeps_run(const Graph& g, const int32_t* directed, int64_t n_dir) {
   AncestralResult r;
   r.node_solved.assign(size_t(g.n), 0);
   for (int v = 0; v < g.n; ++v) r.node_solved[size_t(v)] = g.npa(v) == 0;
@@ -319,14 +322,12 @@ AncestralResult htc_sweeps_run(const Graph& g, const int32_t* directed, int64_t 
   return r;
 }
 
-}  // namespace detail
-
 std::vector<int32_t> htc_sweep(int32_t n, const int32_t* directed, int64_t n_dir, const int32_t* bidirected,
                                int64_t n_bi, const uint8_t* solved) {
   validate(n, directed, n_dir, bidirected, n_bi);
   const Graph g = build_graph(n, directed, n_dir, bidirected, n_bi, false);
   Mask s(solved, solved + n);
-  return detail::htc_sweep_graph(g, s);
+  return htc_sweep_graph(g, s);
 }
 
 AncestralResult htc_sweeps(int32_t n, const int32_t* directed, int64_t n_dir, const int32_t* bidirected,

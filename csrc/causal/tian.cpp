@@ -142,16 +142,17 @@ EdgewiseResult edgewise_identify_tian(int32_t n, const int32_t* directed, int64_
   return res;
 }
 
-AncestralResult htc_sweeps_tian(int32_t n, const int32_t* directed, int64_t n_dir, const int32_t* bidirected,
-                                int64_t n_bi) {
+namespace {
+
+// run(piece) -> the AncestralResult of one component graph (local ids) for every Tian component, node_solved
+// mapped back to the caller's nodes and rounds summed over the components, as the reference's loop counts them.
+template <class Run>
+AncestralResult solved_per_component(int32_t n, const int32_t* directed, int64_t n_dir, const int32_t* bidirected,
+                                     int64_t n_bi, Run&& run) {
   AncestralResult res;
   res.node_solved.assign(size_t(n), 1);  // parentless nodes, and every node of an edgeless component
   detail::for_each_tian_component(n, directed, n_dir, bidirected, n_bi, [&](const detail::TianPiece& t) {
-    const int32_t m = int32_t(t.nodes.size());
-    const int64_t nd = int64_t(t.dir_ids.size());
-    const AncestralResult sub =
-        detail::htc_sweeps_run(detail::build_graph(m, t.ld.data(), nd, t.lb.data(), int64_t(t.lb.size() / 2), false),
-                               t.ld.data(), nd);
+    const AncestralResult sub = run(t);
     for (size_t k = 0; k < t.dir_ids.size(); ++k)  // the heads: the component's internal nodes with parents
       res.node_solved[size_t(t.nodes[size_t(t.ld[2 * k + 1])])] = sub.node_solved[size_t(t.ld[2 * k + 1])];
     res.rounds += sub.rounds;
@@ -161,20 +162,24 @@ AncestralResult htc_sweeps_tian(int32_t n, const int32_t* directed, int64_t n_di
   return res;
 }
 
+}  // namespace
+
+AncestralResult htc_sweeps_tian(int32_t n, const int32_t* directed, int64_t n_dir, const int32_t* bidirected,
+                                int64_t n_bi) {
+  return solved_per_component(n, directed, n_dir, bidirected, n_bi, [](const detail::TianPiece& t) {
+    const int32_t m = int32_t(t.nodes.size());
+    const int64_t nd = int64_t(t.dir_ids.size());
+    return detail::htc_sweeps_run(
+        detail::build_graph(m, t.ld.data(), nd, t.lb.data(), int64_t(t.lb.size() / 2), false), t.ld.data(), nd);
+  });
+}
+
 AncestralResult ancestral_identify_tian(int32_t n, const int32_t* directed, int64_t n_dir, const int32_t* bidirected,
                                         int64_t n_bi) {
-  AncestralResult res;
-  res.node_solved.assign(size_t(n), 1);  // parentless nodes, and every node of an edgeless component
-  detail::for_each_tian_component(n, directed, n_dir, bidirected, n_bi, [&](const detail::TianPiece& t) {
-    const AncestralResult sub = ancestral_identify(int32_t(t.nodes.size()), t.ld.data(), int64_t(t.dir_ids.size()),
-                                                  t.lb.data(), int64_t(t.lb.size() / 2));
-    for (size_t k = 0; k < t.dir_ids.size(); ++k)  // the heads: the component's internal nodes with parents
-      res.node_solved[size_t(t.nodes[size_t(t.ld[2 * k + 1])])] = sub.node_solved[size_t(t.ld[2 * k + 1])];
-    res.rounds += sub.rounds;  // summed over components, as the reference's loop does
+  return solved_per_component(n, directed, n_dir, bidirected, n_bi, [](const detail::TianPiece& t) {
+    return ancestral_identify(int32_t(t.nodes.size()), t.ld.data(), int64_t(t.dir_ids.size()), t.lb.data(),
+                              int64_t(t.lb.size() / 2));
   });
-  res.edge_solved.resize(size_t(n_dir));
-  for (int64_t e = 0; e < n_dir; ++e) res.edge_solved[size_t(e)] = res.node_solved[size_t(directed[2 * e + 1])];
-  return res;
 }
 
 }  // namespace fastnips::causal

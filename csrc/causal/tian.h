@@ -21,13 +21,10 @@ struct TianPiece {
 
 // Validates the graph (a ValueError StatusError), then calls f on the component graph of every Tian
 // c-component with a directed edge into it, in order of smallest member; polls Ctrl-C between components.
-// htc_sweeps on a built graph (causal/ancestral.cpp): directed holds its n_dir edges (for edge_solved).
-AncestralResult htc_sweeps_run(const Graph& g, const int32_t* directed, int64_t n_dir);
-
-// One Gauss-Seidel sweep of htcIdentifyStep on a built graph (causal/ancestral.cpp); s: solved mask, updated.
-std::vector<int32_t> htc_sweep_graph(const Graph& g, std::vector<uint8_t>& s);
-
 void for_each_tian_component(int32_t n, const i32* directed, i64 n_dir, const i32* bidirected, i64 n_bi,
                              const std::function<void(const TianPiece&)>& f);
+
+// htc_sweeps on a built graph (causal/ancestral.cpp): directed holds its n_dir edges (for edge_solved).
+AncestralResult htc_sweeps_run(const Graph& g, const int32_t* directed, int64_t n_dir);
 
 }  // namespace fastnips::causal::detail
