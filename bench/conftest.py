@@ -8,8 +8,10 @@ ours and the peer agree.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import platform
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -42,3 +44,13 @@ def copy_bytes(benchmark, nbytes: int) -> None:
 def memcpy_row():
     """:func:`copy_bytes`, for the bench files (importlib mode does not import conftest as a module)."""
     return copy_bytes
+
+
+@pytest.fixture(scope="session")
+def semid_peer():
+    """bench/causal/bench_htc.py, SEMID's runner, for the causal bench files (importlib mode does not put that
+    folder on sys.path)."""
+    spec = importlib.util.spec_from_file_location("_bench_htc", Path(__file__).parent / "causal" / "bench_htc.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

@@ -78,12 +78,13 @@ def captured_call(name: str, run) -> tuple:
 
 def new_field_calls() -> dict:
     """Valid calls of the causal criteria, submodular and functional bindings, captured from their public API."""
-    from fastnips.causal import ancestral_identify, global_identifiable, trek_separation_identify
-    from fastnips.causal.generators import random_mixed_graph
+    from fastnips.causal import ancestral_identify, global_identifiable, lfhtc_identify, trek_separation_identify
+    from fastnips.causal.generators import random_latent_factor_graph, random_mixed_graph
     from fastnips.functional import BSplineBasis, curve_coefficients
     from fastnips.submodular import FacilityLocation, FeatureBased, PairwiseSubmodular, certify, greedy
 
     g = random_mixed_graph(9, p_directed=0.3, p_bidirected=0.3, seed=1)
+    lg, children = random_latent_factor_graph(9, 2, p_directed=0.3, p_child=0.5, seed=1)
     f = PairwiseSubmodular.random(8, channels=2, seed=0)
     X = np.abs(np.random.default_rng(0).normal(size=(10, 4)))
     t1, t2 = np.linspace(0, 1, 12), np.linspace(0, 1, 9)
@@ -94,6 +95,7 @@ def new_field_calls() -> dict:
         "htc_sweeps": lambda: trek_separation_identify(g, backend="cpp"),
         "ancestral_identify": lambda: ancestral_identify(g, backend="cpp"),
         "global_identifiable": lambda: global_identifiable(g, backend="cpp"),
+        "lfhtc_identify": lambda: lfhtc_identify(lg, children, backend="cpp"),
         "submodular_greedy_pairwise": lambda: greedy(f, 3, backend="cpp"),
         "submodular_certify": lambda: certify(f, backend="cpp"),
         "submodular_greedy_feature": lambda: greedy(FeatureBased(X), 3, backend="cpp"),

@@ -86,6 +86,15 @@ CASES = {
         "r = C.htc_identify_many([(3, [(0, 1), (1, 2)], [(0, 2)])])\n"
         "assert r[0]['solved'].tolist() == [True, True, True], r",
     ),
+    "lfhtc": (
+        # 40 parentless nodes are children of all 14 factors; 10 two-cycles v <-> p (50..69) whose parent is a
+        # descendant, so no source reaches it: every (L, Z) with |L| = |Z| is tried and fails its max-flow
+        # (C(14, 7) x C(40, 7) pairs at k = 7 alone)
+        "d = np.array([e for v in range(50, 70, 2) for e in ((v, v + 1), (v + 1, v))]); "
+        "le = np.array([(h, v) for h in range(14) for v in range(40)])",
+        "C.lfhtc_identify(70, d, 14, le)",
+        "r = C.lfhtc_identify(3, [(0, 1), (1, 2)], 1, [(0, 1), (0, 2)])\nassert r['node_solved'].all(), r",
+    ),
     "evo run": (
         "from fastnips.evo import MOEAD, SelfAdjustingMOEAD, lotz, run",
         "run(lotz(64, 'exp2'), MOEAD(), 10**12, 0, stop_on_full=False, backend='cpp')",

@@ -14,8 +14,6 @@ SEMID 0.4.2 identifies fewer edges than htcID on some graphs, e.g. 2 of its reco
 from __future__ import annotations
 
 import functools
-import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -30,14 +28,6 @@ from fastnips.causal import (
     trek_separation_identify,
 )
 from fastnips.causal.generators import random_mixed_graph
-
-
-def _bench_htc():
-    """bench_htc.py's SEMID runner (importlib mode does not put this folder on sys.path)."""
-    spec = importlib.util.spec_from_file_location("_bench_htc", Path(__file__).with_name("bench_htc.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 FAMILIES = {
     "sparse": lambda n: random_mixed_graph(n, p_directed=3 / (2 * (n - 1)), seed=n),
@@ -93,7 +83,7 @@ def _check(impl: str, g: MixedGraph, r) -> None:
 @pytest.mark.parametrize("impl", [*RUNS, *(f"semid-{v}" for v in SEMID.values())])
 @pytest.mark.parametrize("n", SIZES)
 @pytest.mark.parametrize("family", list(FAMILIES))
-def test_criteria(machine_facts, request, family, n, impl):
+def test_criteria(machine_facts, semid_peer, request, family, n, impl):
     benchmark = machine_facts
     benchmark.group = f"criteria {family} n={n}"
     g = graph(family, n)
@@ -104,14 +94,11 @@ def test_criteria(machine_facts, request, family, n, impl):
     if limit is not None and n > limit:
         pytest.skip(f"{ours} on {family} stops at n={limit}")
     if impl.startswith("semid-"):
-        peer = _bench_htc()
-        why = peer.semid_available()
+        peer = semid_peer
+        smoke = request.config.getoption("benchmark_disable")
+        why = peer.semid_skip(key, (family, n), smoke, SEMID_SLOW.get((key, family, n)))
         if why:
             pytest.skip(why)
-        smoke = request.config.getoption("benchmark_disable")
-        slow = SEMID_SLOW.get((key, family, n))
-        if slow or (smoke and (family, n) != peer.SEMID_SMOKE_GRAPH):
-            pytest.skip(f"SEMID {key} on {family} n={n}: " + (f"{slow} per call" if slow else "not in the smoke run"))
         try:
             rec = benchmark.pedantic(peer.run_semid, args=(key, g, 1 if smoke else 3), rounds=1, iterations=1)
         except peer.SemidError as e:  # SEMID 0.4.2's ancestralID stops on some graphs (a source set outside G)

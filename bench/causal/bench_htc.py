@@ -76,18 +76,34 @@ def semid_available() -> str:
     return "" if probe.returncode == 0 else "R package SEMID (or jsonlite) not installed"
 
 
+def semid_skip(key: str, graph: tuple[str, int], smoke: bool, slow: str | None,
+               smoke_graph: tuple[str, int] = SEMID_SMOKE_GRAPH) -> str:
+    """Why the SEMID row ``key`` on ``graph`` = (family, n) does not run ("" when it does): SEMID missing, a call
+    of minutes (``slow``: the recorded duration), or a smoke run off its one SEMID graph."""
+    why = semid_available()
+    if why or not (slow or (smoke and graph != smoke_graph)):
+        return why
+    return f"SEMID {key} on {graph[0]} n={graph[1]}: " + (f"{slow} per call" if slow else "not in the smoke run")
+
+
 class SemidError(RuntimeError):
     """SEMID itself stopped with an error (its message is the exception's)."""
 
 
-def run_semid(function: str, g: MixedGraph, repeats: int, warmup: bool = True) -> dict:
-    """``function`` of semid_driver.R on ``g``: ``repeats`` timed calls inside one R session (after an untimed
-    warm-up unless ``warmup=False``); raises SemidError with R's message when SEMID stops with an error."""
+def run_semid(function: str, g: MixedGraph, repeats: int, warmup: bool = True,
+              latent_children: list[list[int]] | None = None) -> dict:
+    """``function`` of semid_driver.R on ``g`` (with latent factors for lfhtcID): ``repeats`` timed calls inside
+    one R session (after an untimed warm-up unless ``warmup=False``); raises SemidError with R's message when
+    SEMID stops with an error."""
+    spec = {"id": "g", "n": g.n, "directed": [list(e) for e in g.directed],
+            "bidirected": [list(e) for e in g.bidirected]}
+    if latent_children is not None:
+        spec.update(latent=len(latent_children),
+                    latent_edges=[[h, v] for h, cs in enumerate(latent_children) for v in cs])
     with tempfile.TemporaryDirectory() as tmp:
         inp, out = Path(tmp, "in.json"), Path(tmp, "out.json")
-        inp.write_text(json.dumps({"functions": [function], "repeats": repeats, "warmup": warmup, "graphs": [
-            {"id": "g", "n": g.n, "directed": [list(e) for e in g.directed],
-             "bidirected": [list(e) for e in g.bidirected]}]}))
+        inp.write_text(json.dumps({"functions": [function], "repeats": repeats, "warmup": warmup,
+                                   "graphs": [spec]}))
         r = subprocess.run(["Rscript", str(DRIVER), str(inp), str(out)], capture_output=True, text=True)
         if r.returncode != 0:
             raise SemidError(r.stderr.strip().splitlines()[0] if r.stderr.strip() else f"Rscript exit {r.returncode}")
@@ -108,12 +124,10 @@ def test_htc(machine_facts, request, family, n, impl):
     g = graph(family, n)
     benchmark.extra_info.update(n=n, family=family, directed=g.num_directed, bidirected=g.num_bidirected)
     if impl.startswith("semid-"):
-        why = semid_available()
+        function = impl.removeprefix("semid-")
+        why = semid_skip(function, (family, n), smoke, None)
         if why:
             pytest.skip(why)
-        if smoke and (family, n) != SEMID_SMOKE_GRAPH:
-            pytest.skip(f"SEMID rows of the smoke run: {SEMID_SMOKE_GRAPH} only")
-        function = impl.removeprefix("semid-")
         rec = benchmark.pedantic(run_semid, args=(function, g, 1 if smoke else 3), rounds=1, iterations=1)
         benchmark.extra_info["inner_median_s"] = float(np.median(rec["seconds"]))
         nodes = sorted(rec["identified_nodes"])

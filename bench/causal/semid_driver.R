@@ -22,7 +22,9 @@
 #                                                                #   minutes: the warm-up runs on a 3-node graph)
 #      "graphs": [{"id": "...", "n": N,
 #                  "directed":   [[i, j], ...],    # i -> j, 0-based
-#                  "bidirected": [[i, j], ...]},   # i <-> j, 0-based, either order
+#                  "bidirected": [[i, j], ...],    # i <-> j, 0-based, either order
+#                  "latent": K, "latent_edges": [[h, v], ...]},  # optional (lfhtcID): latent h -> observed v,
+#                                                                # 0-based; h is node n + h of the LatentDigraph
 #                 ...]}
 #
 # OUT.json: one record per (graph, function), in input order:
@@ -36,6 +38,10 @@
 #     edgewiseID_tian, edgewiseTSID, ancestralID  SEMID's functions with their defaults (Tian decomposition;
 #                    edgewiseID: subsetSizeControl = 3); only when named in "functions"
 #     globalID       SEMID::globalID(MixedGraph(L, O)); "identified_nodes" = all nodes iff TRUE
+#     generalGenericID_htc_edgewise  SEMID::generalGenericID(MixedGraph(L, O), list(htcIdentifyStep,
+#                    edgewiseIdentifyStep), tianDecompose = FALSE) (SEMID's README example; exhaustive subsets)
+#     lfhtcID        SEMID::lfhtcID(LatentDigraph(L', observedNodes = 1:n, latentNodes = (n+1):(n+K))), L' the
+#                    (n+K) x (n+K) adjacency of the directed and latent edges; "identified_nodes" as for htcID
 # For htcID/htcID_tian a node is "identified" when all its incoming directed
 # edges are identified (no unsolved parents); parentless nodes count as
 # identified. "identifiable" means every node is identified.
@@ -60,7 +66,8 @@ suppressPackageStartupMessages({
 })
 
 ALL_FUNCTIONS <- c("htcID", "htcID_tian", "graphID.htcID")
-EXTRA_FUNCTIONS <- c("edgewiseID_tian", "edgewiseTSID", "ancestralID", "globalID")
+EXTRA_FUNCTIONS <- c("edgewiseID_tian", "edgewiseTSID", "ancestralID", "globalID", "lfhtcID",
+                     "generalGenericID_htc_edgewise")
 
 edge_matrix <- function(edges, n, what, id) {
   # edges: list of length-2 lists/vectors (0-based); returns k x 2 1-based matrix
@@ -93,10 +100,20 @@ build_LO <- function(g) {
   L[D] <- 1
   O[B] <- 1
   O[B[, c(2, 1), drop = FALSE]] <- 1
-  list(id = id, n = n, L = L, O = O)
+  K <- if (is.null(g$latent)) 0L else as.integer(g$latent)
+  LL <- matrix(0, n + K, n + K)  # the latent digraph: observed 1..n, latent n+1..n+K
+  LL[seq_len(n), seq_len(n)] <- L
+  if (K > 0) {
+    E <- matrix(as.integer(unlist(g$latent_edges)), ncol = 2, byrow = TRUE)
+    if (any(E[, 1] < 0) || any(E[, 1] >= K) || any(E[, 2] < 0) || any(E[, 2] >= n)) {
+      stop(sprintf("graph %s: latent edge out of range", id))
+    }
+    LL[cbind(n + 1L + E[, 1], 1L + E[, 2])] <- 1
+  }
+  list(id = id, n = n, K = K, L = L, O = O, LL = LL)
 }
 
-# Each runner: list(prepare = function(L, O) -> input (untimed),
+# Each runner: list(prepare = function(G) -> input (untimed; G from build_LO),
 #                   call    = function(input) -> raw result (timed),
 #                   nodes   = function(raw, n) -> 1-based identified nodes)
 htc_nodes <- function(res, n) {
@@ -104,32 +121,40 @@ htc_nodes <- function(res, n) {
 }
 
 mixed_graph_runner <- function(f) {
-  list(prepare = function(L, O) MixedGraph(L, O), call = f, nodes = htc_nodes)
+  list(prepare = function(G) MixedGraph(G$L, G$O), call = f, nodes = htc_nodes)
 }
 
 RUNNERS <- list(
   "htcID" = list(
-    prepare = function(L, O) MixedGraph(L, O),
+    prepare = function(G) MixedGraph(G$L, G$O),
     call = function(x) htcID(x, tianDecompose = FALSE),
     nodes = htc_nodes
   ),
   "htcID_tian" = list(
-    prepare = function(L, O) MixedGraph(L, O),
+    prepare = function(G) MixedGraph(G$L, G$O),
     call = function(x) htcID(x),
     nodes = htc_nodes
   ),
   "graphID.htcID" = list(
-    prepare = function(L, O) list(L = L, O = O),
+    prepare = function(G) list(L = G$L, O = G$O),
     call = function(x) graphID.htcID(x$L, x$O),
     nodes = function(res, n) as.integer(res)   # NULL -> integer(0)
   ),
   "edgewiseID_tian" = mixed_graph_runner(function(x) edgewiseID(x)),
   "edgewiseTSID" = mixed_graph_runner(function(x) edgewiseTSID(x)),
   "ancestralID" = mixed_graph_runner(function(x) ancestralID(x)),
+  "generalGenericID_htc_edgewise" = mixed_graph_runner(function(x) {
+    generalGenericID(x, list(htcIdentifyStep, edgewiseIdentifyStep), tianDecompose = FALSE)
+  }),
   "globalID" = list(   # "identified nodes": all of them when globally identifiable, else none
-    prepare = function(L, O) MixedGraph(L, O),
+    prepare = function(G) MixedGraph(G$L, G$O),
     call = function(x) globalID(x),
     nodes = function(res, n) if (isTRUE(res)) seq_len(n) else integer(0)
+  ),
+  "lfhtcID" = list(
+    prepare = function(G) LatentDigraph(G$LL, observedNodes = seq_len(G$n), latentNodes = G$n + seq_len(G$K)),
+    call = function(x) lfhtcID(x),
+    nodes = htc_nodes
   )
 )
 
@@ -137,20 +162,15 @@ run_one <- function(G, fname, repeats, warmup = TRUE) {
   r <- RUNNERS[[fname]]
   nodes <- NULL
   if (warmup) {  # untimed
-    raw <- r$call(r$prepare(G$L, G$O))
+    raw <- r$call(r$prepare(G))
     nodes <- sort(unique(as.integer(r$nodes(raw, G$n))))
-  } else {  # untimed, on a 3-node graph: loads SEMID's code paths (the first call of a session costs ~1 s)
-    L3 <- matrix(0, 3, 3)
-    L3[1, 2] <- 1
-    L3[2, 3] <- 1
-    O3 <- matrix(0, 3, 3)
-    O3[2, 3] <- 1
-    O3[3, 2] <- 1
-    r$call(r$prepare(L3, O3))
+  } else {  # untimed, on a 3-node graph (the IV graph): loads SEMID's code paths (the first call costs ~1 s)
+    r$call(r$prepare(build_LO(list(id = "warm-up", n = 3, directed = list(c(0, 1), c(1, 2)),
+                                   bidirected = list(c(1, 2)), latent = 1, latent_edges = list(c(0, 1), c(0, 2))))))
   }
   secs <- numeric(repeats)
   for (k in seq_len(repeats)) {
-    input <- r$prepare(G$L, G$O)
+    input <- r$prepare(G)
     t0 <- Sys.time()
     raw_k <- r$call(input)
     t1 <- Sys.time()

@@ -1,9 +1,10 @@
 // Bindings of the causal field: htc_identify, edgewise_identify and htc_identify_many (the HTC solvers of
 // causal/htc.h), ancestral_identify, htc_sweep, htc_sweeps and global_identifiable (causal/ancestral.h),
-// trek_edge_identified (causal/trek.h).
+// trek_edge_identified (causal/trek.h), lfhtc_identify (causal/lfhtc.h).
 // Results come back as dicts of numpy arrays and lists, as fastnips.causal reads them.
 #include "causal/ancestral.h"
 #include "causal/htc.h"
+#include "causal/lfhtc.h"
 #include "causal/trek.h"
 #include "common/bind.h"
 
@@ -111,6 +112,14 @@ py::dict edgewise_identify(int32_t n, const py::object& directed, const py::obje
 
 using SolvedFn = fc::AncestralResult (*)(int32_t, const int32_t*, int64_t, const int32_t*, int64_t);
 
+py::dict solved_dict(const fc::AncestralResult& r) {
+  py::dict d;
+  d["edge_solved"] = to_numpy(r.edge_solved).attr("astype")("bool");
+  d["node_solved"] = to_numpy(r.node_solved).attr("astype")("bool");
+  d["rounds"] = r.rounds;
+  return d;
+}
+
 // A per-graph fixpoint of causal/ancestral.h (plain or Tian) as a dict: edge_solved, node_solved, rounds.
 py::dict solved_result(int32_t n, const py::object& directed, const py::object& bidirected, SolvedFn fn) {
   const IntPairs dir = checked_int32(directed, "directed"), bi = checked_int32(bidirected, "bidirected");
@@ -121,11 +130,20 @@ py::dict solved_result(int32_t n, const py::object& directed, const py::object& 
     r = fn(n, dir.data(), n_dir, bi.data(), n_bi);
     return Status{};
   });
-  py::dict d;
-  d["edge_solved"] = to_numpy(r.edge_solved).attr("astype")("bool");
-  d["node_solved"] = to_numpy(r.node_solved).attr("astype")("bool");
-  d["rounds"] = r.rounds;
-  return d;
+  return solved_dict(r);
+}
+
+py::dict lfhtc_identify(int32_t n, const py::object& directed, int32_t n_latent, const py::object& latent_edges) {
+  const IntPairs dir = checked_int32(directed, "directed"), lat = checked_int32(latent_edges, "latent_edges");
+  const int64_t n_dir = pair_count(dir, "directed"), n_lat = pair_count(lat, "latent_edges");
+  check_n(n);
+  if (n_latent < 0) throw py::value_error("n_latent must be >= 0");
+  fc::AncestralResult r;
+  run_released([&] {
+    r = fc::lfhtc_identify(n, n_latent, dir.data(), n_dir, lat.data(), n_lat);
+    return Status{};
+  });
+  return solved_dict(r);
 }
 
 py::dict ancestral_identify(int32_t n, const py::object& directed, const py::object& bidirected, bool tian) {
@@ -269,6 +287,10 @@ void bind_causal(py::module_& m) {
   m.def("htc_sweeps", &htc_sweeps, py::arg("n"), py::arg("directed"), py::arg("bidirected"), py::arg("tian") = false,
         "htcIdentifyStep alone to its fixpoint (generalGenericID's first phase; tian: per Tian c-component graph, "
         "rounds summed); dict of edge_solved, node_solved, rounds.");
+  m.def("lfhtc_identify", &lfhtc_identify, py::arg("n"), py::arg("directed"), py::arg("n_latent"),
+        py::arg("latent_edges"),
+        "SEMID's lfhtcID on a latent digraph (latent_edges: (latent h, observed child) pairs); dict of edge_solved, "
+        "node_solved, rounds (= the nodes it solved).");
   m.def("htc_identify_many", &htc_identify_many, py::arg("graphs"), py::arg("method") = "randomized",
         py::arg("tian") = false, py::arg("seed") = 0, py::arg("prime") = kMersenne61,
         "htc_identify over a list of (n, directed, bidirected), OpenMP-parallel, GIL released.");

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "causal/mixed_graph.h"
+#include "causal/unitflow.h"
 #include "common/interrupt.h"
 
 namespace fastnips::causal {
@@ -41,46 +42,6 @@ u64 invq(u64 x) {
     if (e & 1) r = mulq(r, x);
   return r;
 }
-
-// Unit-capacity max-flow by BFS augmenting paths (Edmonds-Karp), stopped at `limit`. The capacities of a
-// query are a copy of `base` with the source and target arcs of that query opened.
-struct FlowNet {
-  std::vector<i32> head, nxt, to, par, queue;
-  std::vector<uint8_t> base, cap;
-  explicit FlowNet(int nv) : head(size_t(nv), -1), par(size_t(nv)) {}
-  i32 arc(int u, int v, uint8_t c = 1) {
-    add(u, v, c);
-    add(v, u, 0);
-    return i32(to.size()) - 2;
-  }
-  void add(int u, int v, uint8_t c) {
-    to.push_back(v);
-    base.push_back(c);
-    nxt.push_back(head[u]);
-    head[u] = i32(to.size()) - 1;
-  }
-  int max_flow(int s, int t, int limit) {
-    int flow = 0;
-    while (flow < limit) {
-      std::fill(par.begin(), par.end(), -1);
-      par[s] = -2;
-      queue.assign(1, s);
-      for (size_t h = 0; h < queue.size() && par[t] == -1; ++h)
-        for (i32 e = head[queue[h]]; e >= 0; e = nxt[e])
-          if (cap[e] && par[to[e]] == -1) {
-            par[to[e]] = e;
-            queue.push_back(to[e]);
-          }
-      if (par[t] == -1) break;
-      for (int w = t; w != s; w = to[par[w] ^ 1]) {
-        cap[par[w]] -= 1;
-        cap[par[w] ^ 1] += 1;
-      }
-      ++flow;
-    }
-    return flow;
-  }
-};
 
 // The trek network of one graph (SEMID getTrekSystem; sides per node: left in/out, right in/out), built
 // once per edge query: right sides may not use u -> avoid_head for u with avoid_tail[u]. Source arcs

@@ -4,6 +4,8 @@ check that an identification result recovers the parameters it claims."""
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from functools import cache
 from pathlib import Path
 
@@ -12,6 +14,19 @@ import numpy as np
 from fastnips.causal import IdentificationResult, MixedGraph
 
 DATA = Path(__file__).resolve().parent / "data"  # SEMID 0.4.2's answers (see data/README.md)
+
+# SEMID from FASTNIPS_SEMID_LIB (default /opt/R-semid) or R's own library, as bench/causal/semid_driver.R
+SEMID_LIB = r""".libPaths(c(Sys.getenv("FASTNIPS_SEMID_LIB", "/opt/R-semid"), .libPaths()))
+"""
+
+
+@cache
+def semid_installed() -> bool:
+    """Whether Rscript runs with the SEMID and jsonlite packages (the live-SEMID tests skip otherwise)."""
+    if shutil.which("Rscript") is None:
+        return False
+    r = subprocess.run(["Rscript", "-e", SEMID_LIB + "library(SEMID); library(jsonlite)"], capture_output=True)
+    return r.returncode == 0
 
 
 def _load(name: str) -> list[dict]:

@@ -7,7 +7,6 @@ data/README.md); a live comparison runs where R and SEMID are installed.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from itertools import combinations
@@ -23,7 +22,6 @@ from fastnips.causal import (
     global_identifiable,
     htc_identify,
     identify,
-    lfhtc_identify,
     plot,
     reference,
     trek_separation_identify,
@@ -31,7 +29,7 @@ from fastnips.causal import (
 from fastnips.causal._ref_generic import _fixpoint
 from fastnips.causal._ref_trek import trek_system_size
 
-from ._builders import DATA, random_mixed_graph
+from ._builders import DATA, SEMID_LIB, random_mixed_graph, semid_installed
 
 with open(DATA / "semid_criteria_public.jsonl") as _fh:
     CRITERIA = [json.loads(line) for line in _fh if line.strip()]
@@ -260,9 +258,6 @@ def test_plot_draws_every_edge():
         plot(README_1, pos={0: (0, 0)})
 
 
-# SEMID from FASTNIPS_SEMID_LIB (default /opt/R-semid) or R's own library, as bench/causal/semid_driver.R
-SEMID_LIB = r""".libPaths(c(Sys.getenv("FASTNIPS_SEMID_LIB", "/opt/R-semid"), .libPaths()))
-"""
 SEMID_R = SEMID_LIB + r"""
 suppressMessages({library(SEMID); library(jsonlite)}); con <- file("stdin"); lines <- readLines(con); close(con)
 for (ln in lines) { x <- fromJSON(ln); n <- x$n
@@ -276,16 +271,9 @@ for (ln in lines) { x <- fromJSON(ln); n <- x$n
 """
 
 
-def _semid_installed() -> bool:
-    if shutil.which("Rscript") is None:
-        return False
-    r = subprocess.run(["Rscript", "-e", SEMID_LIB + "library(SEMID); library(jsonlite)"], capture_output=True)
-    return r.returncode == 0
-
-
 def test_live_semid_on_random_graphs():
     """SEMID itself (R) on 30 random graphs, where R with SEMID and jsonlite is installed."""
-    if not _semid_installed():
+    if not semid_installed():
         pytest.skip("R with the SEMID and jsonlite packages is not installed here")
     rng = np.random.default_rng(11)
     graphs = [random_mixed_graph(rng, int(rng.integers(3, 8)), 0.3, 0.3, acyclic=k % 2 == 0) for k in range(30)]
@@ -300,36 +288,6 @@ def test_live_semid_on_random_graphs():
         if want["anc"] != [-1]:  # -1: SEMID's ancestralID stopped with an error on this graph
             assert ancestral_identify(g).identified_edges == pairs(want["anc"])
         assert global_identifiable(g) == bool(want["glob"][0])
-
-
-with open(DATA / "semid_lfhtc_public.jsonl") as _fh:
-    LATENT = [json.loads(line) for line in _fh if line.strip()]
-
-
-def test_lfhtc_matches_semid():
-    bad = []
-    for c in LATENT:
-        children = [[v for h, v in c["latent_edges"] if h == k] for k in range(c["latent"])]
-        r = lfhtc_identify(MixedGraph(c["n"], c["directed"]), children)
-        if r.identified_edges != _edges(c["lfhtcID"]["identified_edges"]) or \
-                r.identifiable != c["lfhtcID"]["identifiable"]:
-            bad.append(c["id"])
-    assert len(LATENT) == 30
-    assert not bad, bad
-
-
-def test_lfhtc_readme_example_and_errors():
-    g = MixedGraph(5, directed=[(0, 1), (1, 2), (3, 4)])
-    assert lfhtc_identify(g, [[0, 1, 2, 3, 4]]).identified_edges == [(0, 1), (1, 2), (3, 4)]
-    # a bidirected edge is a latent factor with two children: the bow stays unidentified
-    assert not lfhtc_identify(MixedGraph(2, [(0, 1)], [(0, 1)]), []).identifiable
-    assert lfhtc_identify(MixedGraph(3, [(0, 1), (1, 2)], [(1, 2)]), []).identifiable  # the IV graph
-    with pytest.raises(ValueError, match="repeats a node"):
-        lfhtc_identify(g, [[0, 0]])
-    with pytest.raises(ValueError, match=r"latent_children\[0\] entries"):
-        lfhtc_identify(g, [[7]])
-    with pytest.raises(ValueError, match="latent_children must be"):
-        lfhtc_identify(g, 3)
 
 
 def test_plot_without_matplotlib_is_a_clear_error(monkeypatch):

@@ -296,14 +296,17 @@ def global_identifiable(g: MixedGraph, *, backend: str = "auto") -> bool:
     return bool(_ref_global(g.n, *g.to_arrays()))
 
 
-def lfhtc_identify(g: MixedGraph, latent_children: Sequence[Sequence[int]]) -> IdentificationResult:
+def lfhtc_identify(g: MixedGraph, latent_children: Sequence[Sequence[int]], *,
+                   backend: str = "auto") -> IdentificationResult:
     r"""Latent-factor half-trek criterion (Barber, Drton, Sturma & Weihs 2022; SEMID ``lfhtcID``).
 
     The model has observed nodes :math:`0..n-1` (the directed edges of ``g``) and latent factors, each a
     source pointing to its observed children; a latent factor with four or more children may be *controlled*:
     a solved child :math:`z` of it joins the targets, so that :math:`v`'s parents are identified through a
     trek system onto :math:`\mathrm{pa}(v) \cup Z` (see :mod:`fastnips.causal._ref_lfhtc` for the exact
-    conditions).  Exact max-flows; at most one node is solved per sweep, as in SEMID.
+    conditions).  Exact max-flows.  SEMID solves one node per step and restarts; the criterion is monotone
+    in the solved set, so the native fixpoint goes on after a solved node instead (the same solved set;
+    ``rounds`` counts the solved nodes in both).
 
     Parameters
     ----------
@@ -312,6 +315,8 @@ def lfhtc_identify(g: MixedGraph, latent_children: Sequence[Sequence[int]]) -> I
         factor with children :math:`\{i, j\}` (after those of ``latent_children``).
     latent_children : sequence of sequences of int
         ``latent_children[h]`` = the observed children of latent factor ``h`` (distinct node ids).
+    backend : {"auto", "cpp", "reference"}, default "auto"
+        ``"cpp"``: the fixpoint natively (the same max-flows and answers as the Python reference).
 
     Returns
     -------
@@ -340,14 +345,21 @@ def lfhtc_identify(g: MixedGraph, latent_children: Sequence[Sequence[int]]) -> I
         raise ValueError("latent_children must be a sequence of sequences of observed node ids, got "
                          f"{latent_children!r}") from None
     groups += [list(e) for e in g.bidirected]
-    for h, children in enumerate(groups):
-        ids = [_check_int(c, f"latent_children[{h}] entries", 0, g.n) for c in children]
+    n = g.n
+    for h, children in enumerate(groups):  # plain ints in range pass without the general check
+        ids = [c if type(c) is int and 0 <= c < n else _check_int(c, f"latent_children[{h}] entries", 0, n)
+               for c in children]
         if len(set(ids)) != len(ids):
             raise ValueError(f"latent_children[{h}] repeats a node: {ids}")
         edges += [(h, c) for c in ids]
+    name = _backend.resolve(backend, op="lfhtc_identify", supported=("reference", "cpp"))
     d, _ = g.to_arrays()
-    raw = _ref_lfhtc(g.n, len(groups), d, edges)
-    return IdentificationResult(graph=g, criterion="lfhtc", tian=False, method="mixed", backend="reference",
+    latent = np.asarray(edges, dtype=np.int32).reshape(-1, 2)
+    if name == "cpp":
+        raw = _backend.native().lfhtc_identify(g.n, d, len(groups), latent)
+    else:
+        raw = _ref_lfhtc(g.n, len(groups), d, latent)
+    return IdentificationResult(graph=g, criterion="lfhtc", tian=False, method="mixed", backend=name,
                                 node_solved=_readonly(raw["node_solved"]),
                                 edge_solved=_readonly(raw["edge_solved"]), rounds=raw["rounds"], tests=0)
 

@@ -1,9 +1,12 @@
 r"""Random and structured mixed graphs for tests, benchmarks and simulation studies.
 
-All generators take a ``seed`` and return a :class:`~fastnips.causal.MixedGraph`.
+All generators take a ``seed`` and return a :class:`~fastnips.causal.MixedGraph` (with the latent factors'
+children for :func:`random_latent_factor_graph`).
 
 * :func:`random_mixed_graph` -- a random DAG (random topological order) or a random digraph, plus a random
   bidirected part; the graphs SEMID's authors and the benchmarks use (``p_directed = p_bidirected = p``).
+* :func:`random_latent_factor_graph` -- a random DAG among observed nodes and latent factors with random
+  children, the input of :func:`~fastnips.causal.lfhtc_identify`;
 * :func:`instrument_chain` -- a graph whose HTC fixpoint needs :math:`n - 1` rounds when nodes are
   visited in label order (``reverse=True``), the worst case for fixpoint sweeps.
 """
@@ -69,6 +72,50 @@ def random_mixed_graph(n: int, *, p_directed: float, p_bidirected: float | None 
     keep_b = rng.random(iu.size) < p_bidirected
     bidirected = np.stack([iu[keep_b], ju[keep_b]], axis=1)
     return MixedGraph(n, directed=directed.reshape(-1, 2), bidirected=bidirected.reshape(-1, 2))
+
+
+def random_latent_factor_graph(n: int, n_latent: int, *, p_directed: float, p_child: float, acyclic: bool = True,
+                               seed: int = 0) -> tuple[MixedGraph, list[list[int]]]:
+    r"""A random latent-factor graph: observed directed edges as :func:`random_mixed_graph` draws them (no
+    bidirected edges) and ``n_latent`` latent factors, each a source with every observed node as a child
+    independently with probability ``p_child``.
+
+    A factor with four or more children is one the latent-factor HTC may control; factors with fewer than two
+    children add no confounding.
+
+    Parameters
+    ----------
+    n : int, >= 0
+        Observed nodes.
+    n_latent : int, >= 0
+        Latent factors.
+    p_directed, p_child : float in [0, 1]
+        Probability of each observed directed edge (see :func:`random_mixed_graph`) and of each
+        (factor, observed node) edge.
+    acyclic : bool, default True
+    seed : int
+        Seed of :func:`numpy.random.default_rng` (the observed graph and the factors from one stream).
+
+    Returns
+    -------
+    (MixedGraph, list of list of int)
+        The observed graph and ``latent_children`` (ascending), as :func:`~fastnips.causal.lfhtc_identify`
+        takes them.
+
+    Examples
+    --------
+    >>> g, children = random_latent_factor_graph(12, 2, p_directed=0.2, p_child=0.5, seed=3)
+    >>> g.n, len(children)
+    (12, 2)
+    """
+    if int(n_latent) != n_latent or n_latent < 0:
+        raise ValueError(f"n_latent must be a non-negative integer, got {n_latent}")
+    if not 0.0 <= float(p_child) <= 1.0:
+        raise ValueError(f"p_child must be a probability in [0, 1], got {p_child}")
+    g = random_mixed_graph(n, p_directed=p_directed, p_bidirected=0.0, acyclic=acyclic, seed=seed)
+    rng = np.random.default_rng([seed, 1])
+    keep = rng.random((int(n_latent), g.n)) < p_child
+    return g, [np.flatnonzero(row).tolist() for row in keep]
 
 
 def instrument_chain(n: int, *, reverse: bool = True) -> MixedGraph:
