@@ -78,7 +78,13 @@ def captured_call(name: str, run) -> tuple:
 
 def new_field_calls() -> dict:
     """Valid calls of the causal criteria, submodular and functional bindings, captured from their public API."""
-    from fastnips.causal import ancestral_identify, global_identifiable, lfhtc_identify, trek_separation_identify
+    from fastnips.causal import (
+        ancestral_identify,
+        global_identifiable,
+        identify,
+        lfhtc_identify,
+        trek_separation_identify,
+    )
     from fastnips.causal.generators import random_latent_factor_graph, random_mixed_graph
     from fastnips.functional import BSplineBasis, curve_coefficients
     from fastnips.submodular import FacilityLocation, FeatureBased, PairwiseSubmodular, certify, greedy
@@ -96,6 +102,7 @@ def new_field_calls() -> dict:
         "ancestral_identify": lambda: ancestral_identify(g, backend="cpp"),
         "global_identifiable": lambda: global_identifiable(g, backend="cpp"),
         "lfhtc_identify": lambda: lfhtc_identify(lg, children, backend="cpp"),
+        "generic_identify": lambda: identify(g, ["htc", "edgewise"], backend="cpp"),
         "submodular_greedy_pairwise": lambda: greedy(f, 3, backend="cpp"),
         "submodular_certify": lambda: certify(f, backend="cpp"),
         "submodular_greedy_feature": lambda: greedy(FeatureBased(X), 3, backend="cpp"),

@@ -1,4 +1,5 @@
-"""SEMID's identification family in fastnips (Tian edgewise, edgewiseTSID, ancestralID, globalID) vs SEMID (R).
+"""SEMID's identification family in fastnips (Tian edgewise, edgewiseTSID, ancestralID, globalID, and
+generalGenericID over the HTC and edgewise steps as SEMID's README runs it) vs SEMID (R).
 
 Graph families as in bench_htc.py (random DAGs, expected total degree 3 "sparse" or n/4 "dense";
 over-parametrised "nonid"; "cyclic" digraphs), n = 25, 50, 100.  SEMID rows run where R with SEMID is
@@ -39,22 +40,25 @@ SIZES = [25, 50, 100]
 RUNS = {
     "htc-cpp": lambda g: htc_identify(g, backend="cpp"),  # the yardstick: today's HTC against SEMID's htcID
     "edgewise_tian-cpp": lambda g: edgewise_identify(g, tian=True, backend="cpp"),
-    "edgewise_tian-reference": lambda g: identify(g, ["edgewise"]),
+    "edgewise_tian-reference": lambda g: identify(g, ["edgewise"], backend="reference"),
     "tsid-cpp": lambda g: trek_separation_identify(g, backend="cpp"),
     "tsid-reference": lambda g: trek_separation_identify(g, backend="reference"),
     "ancestral-cpp": lambda g: ancestral_identify(g, backend="cpp"),
     "ancestral-reference": lambda g: ancestral_identify(g, backend="reference"),
     "global": global_identifiable,
+    "htc_edgewise-cpp": lambda g: identify(g, ["htc", "edgewise"], tian=False, backend="cpp"),
+    "htc_edgewise-reference": lambda g: identify(g, ["htc", "edgewise"], tian=False, backend="reference"),
 }
 SEMID = {"htc-cpp": "htcID", "edgewise_tian-cpp": "edgewiseID_tian", "tsid-cpp": "edgewiseTSID",
-         "ancestral-cpp": "ancestralID", "global": "globalID"}
+         "ancestral-cpp": "ancestralID", "global": "globalID", "htc_edgewise-cpp": "generalGenericID_htc_edgewise"}
 # the trek-separation search costs O(n^4 log n) per unidentified edge: largest n per family
 LIMITS = {"tsid-reference": {"nonid": 25}, "tsid-cpp": {"nonid": 25}}
 # SEMID calls of minutes (one call each, in R 4.2.2 on the 2-core bench VM, 2026-12-03): not run by the bench;
 # bench/README.md gives the lower bounds measured with semid_driver.R and a time limit.
 SEMID_SLOW = {("edgewiseTSID", "sparse", 50): "more than 600 s", ("edgewiseTSID", "cyclic", 25): "more than 300 s",
               ("edgewiseTSID", "nonid", 25): "more than 300 s", ("ancestralID", "nonid", 100): "minutes",
-              ("edgewiseID_tian", "nonid", 100): "about 55 s"}
+              ("edgewiseID_tian", "nonid", 100): "about 55 s",
+              ("generalGenericID_htc_edgewise", "nonid", 100): "more than 150 s"}
 
 
 @functools.cache
@@ -70,11 +74,15 @@ def _check(impl: str, g: MixedGraph, r) -> None:
     if not impl.startswith("ancestral"):  # SEMID's ancestralID itself finds fewer edges than htcID on some graphs
         assert htc <= set(r.identified_edges), f"{impl} lost an HTC-identified edge"
     if impl == "edgewise_tian-cpp":
-        assert r.identified_edges == identify(g, ["edgewise"]).identified_edges
+        assert r.identified_edges == identify(g, ["edgewise"], backend="reference").identified_edges
     if impl == "ancestral-cpp":  # the native fixpoint against the Python reference (the oracle)
         assert r.identified_edges == ancestral_identify(g, backend="reference").identified_edges
     if impl == "tsid-cpp":  # the native trek search against the Python one, where that runs
         assert r.identified_edges == trek_separation_identify(g, backend="reference").identified_edges
+    if impl == "htc_edgewise-cpp":  # the native loop against the Python one
+        ref = identify(g, ["htc", "edgewise"], tian=False, backend="reference")
+        assert r.identified_edges == ref.identified_edges
+        assert r.rounds == ref.rounds
     if impl.startswith("tsid"):
         assert set(identify(g, ["htc", "edgewise"], subset_size_control=3).identified_edges) <= \
             set(r.identified_edges)

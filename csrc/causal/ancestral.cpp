@@ -283,10 +283,7 @@ bool global_identifiable(int32_t n, const int32_t* directed, int64_t n_dir, cons
   return true;
 }
 
-namespace {
-
-// One Gauss-Seidel sweep of htcIdentifyStep on a built graph; s: the solved mask, updated.
-std::vector<int32_t> htc_sweep_graph(const Graph& g, std::vector<uint8_t>& s) {
+std::vector<int32_t> detail::htc_sweep_graph(const Graph& g, std::vector<uint8_t>& s) {
   const int n = g.n;
   FlowSolver sol(g);
   auto buf = sol.make_buf();
@@ -309,8 +306,6 @@ std::vector<int32_t> htc_sweep_graph(const Graph& g, std::vector<uint8_t>& s) {
   }
   return out;
 }
-
-}  // namespace
 
 AncestralResult detail::htc_sweeps_run(const Graph& g, const int32_t* directed, int64_t n_dir) {
   AncestralResult r;

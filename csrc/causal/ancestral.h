@@ -49,4 +49,12 @@ bool global_identifiable(int32_t n, const int32_t* directed, int64_t n_dir, cons
 AncestralResult htc_sweeps_tian(int32_t n, const int32_t* directed, int64_t n_dir, const int32_t* bidirected,
                                 int64_t n_bi);
 
+// SEMID generalGenericID(g, steps, tianDecompose = tian) for steps from {htcIdentifyStep (0),
+// edgewiseIdentifyStep with subsetSizeControl = Inf (1)}: the steps in order, the first that identifies an
+// edge restarts the list, until none does; on the graph or on every Tian component graph (rounds summed).
+// The edgewise step by the randomized rank method over F_prime (htc.h; prime 0 = 2^61 - 1); the same checks.
+AncestralResult generic_identify(int32_t n, const int32_t* directed, int64_t n_dir, const int32_t* bidirected,
+                                 int64_t n_bi, const std::vector<uint8_t>& steps, bool tian, uint64_t seed,
+                                 uint64_t prime);
+
 }  // namespace fastnips::causal

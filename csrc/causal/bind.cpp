@@ -1,6 +1,6 @@
 // Bindings of the causal field: htc_identify, edgewise_identify and htc_identify_many (the HTC solvers of
 // causal/htc.h), ancestral_identify, htc_sweep, htc_sweeps and global_identifiable (causal/ancestral.h),
-// trek_edge_identified (causal/trek.h), lfhtc_identify (causal/lfhtc.h).
+// trek_edge_identified (causal/trek.h), lfhtc_identify (causal/lfhtc.h), generic_identify (causal/ancestral.h).
 // Results come back as dicts of numpy arrays and lists, as fastnips.causal reads them.
 #include "causal/ancestral.h"
 #include "causal/htc.h"
@@ -141,6 +141,27 @@ py::dict lfhtc_identify(int32_t n, const py::object& directed, int32_t n_latent,
   fc::AncestralResult r;
   run_released([&] {
     r = fc::lfhtc_identify(n, n_latent, dir.data(), n_dir, lat.data(), n_lat);
+    return Status{};
+  });
+  return solved_dict(r);
+}
+
+py::dict generic_identify(int32_t n, const py::object& directed, const py::object& bidirected,
+                          const std::vector<std::string>& steps, bool tian, uint64_t seed, uint64_t prime) {
+  const IntPairs dir = checked_int32(directed, "directed"), bi = checked_int32(bidirected, "bidirected");
+  const int64_t n_dir = pair_count(dir, "directed"), n_bi = pair_count(bi, "bidirected");
+  check_n(n);
+  std::vector<uint8_t> codes;
+  for (const std::string& s : steps) {
+    if (s == "htc") codes.push_back(0);
+    else if (s == "edgewise") codes.push_back(1);
+    else throw py::value_error("steps must be 'htc' or 'edgewise' (the native loop), got '" + s + "'");
+  }
+  if (codes.empty()) throw py::value_error("steps must not be empty");
+  fc::AncestralResult r;
+  run_released([&] {
+    r = fc::generic_identify(n, dir.data(), n_dir, bi.data(), n_bi, codes, tian, seed,
+                             prime == kMersenne61 ? 0 : prime);
     return Status{};
   });
   return solved_dict(r);
@@ -287,6 +308,10 @@ void bind_causal(py::module_& m) {
   m.def("htc_sweeps", &htc_sweeps, py::arg("n"), py::arg("directed"), py::arg("bidirected"), py::arg("tian") = false,
         "htcIdentifyStep alone to its fixpoint (generalGenericID's first phase; tian: per Tian c-component graph, "
         "rounds summed); dict of edge_solved, node_solved, rounds.");
+  m.def("generic_identify", &generic_identify, py::arg("n"), py::arg("directed"), py::arg("bidirected"),
+        py::arg("steps"), py::arg("tian") = true, py::arg("seed") = 0, py::arg("prime") = kMersenne61,
+        "SEMID's generalGenericID over 'htc' and 'edgewise' steps (subsetSizeControl = Inf); dict of edge_solved, "
+        "node_solved, rounds.");
   m.def("lfhtc_identify", &lfhtc_identify, py::arg("n"), py::arg("directed"), py::arg("n_latent"),
         py::arg("latent_edges"),
         "SEMID's lfhtcID on a latent digraph (latent_edges: (latent h, observed child) pairs); dict of edge_solved, "

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "causal/rank.h"
+#include "causal/tian.h"
 #include "common/interrupt.h"
 
 namespace fastnips::causal::detail {
@@ -159,8 +160,11 @@ void record_step(int v, const std::vector<u64>& S, const Basis& B, Unsolved& st,
   st.refresh(v);
 }
 
+// steps == nullptr: edgewise sweeps until one identifies nothing (rounds: the sweeps that did); else
+// generalGenericID's loop over the steps (generic_run).
 template <class F>
-void edgewise_passes(const F& f, const Graph& g, u64 seed, EdgewiseResult& res, bool par) {
+void edgewise_passes(const F& f, const Graph& g, u64 seed, EdgewiseResult& res, bool par,
+                     const std::vector<uint8_t>* steps) {
   const int n = g.n;
   const MMatrix<F> mm = compute_M(f, g, seed, par);
   res.edge_solved.assign(size_t(g.n_dir), 0);
@@ -174,7 +178,7 @@ void edgewise_passes(const F& f, const Graph& g, u64 seed, EdgewiseResult& res, 
   GoodSet<F> good(f, g, mm, seed);
   std::vector<i32> allowed;
   std::vector<u64> S(g.W);
-  for (;;) {
+  auto edgewise_sweep = [&] {
     bool changed = false;
     for (int v = 0; v < n; ++v) {
       if (st.U[v].empty()) continue;
@@ -184,22 +188,54 @@ void edgewise_passes(const F& f, const Graph& g, u64 seed, EdgewiseResult& res, 
       record_step(v, S, good.B, st, res);
       changed = true;
     }
-    if (!changed) break;
-    ++res.rounds;
+    return changed;
+  };
+  std::vector<uint8_t> solved(static_cast<size_t>(n));
+  auto htc_sweep = [&] {  // whole nodes: every unsolved edge into a node the sweep solves
+    for (int v = 0; v < n; ++v) solved[size_t(v)] = st.U[v].empty();
+    const std::vector<int32_t> got = htc_sweep_graph(g, solved);
+    for (int32_t v : got) {
+      for (i32 e : st.Ue[v]) res.edge_solved[size_t(e)] = 1;
+      st.U[v].clear();
+      st.Ue[v].clear();
+      st.refresh(v);
+    }
+    return !got.empty();
+  };
+  if (steps == nullptr) {
+    while (edgewise_sweep()) ++res.rounds;
+  } else {
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (uint8_t s : *steps)
+        if (s == kStepHtc ? htc_sweep() : edgewise_sweep()) {
+          ++res.rounds;
+          changed = true;
+          break;
+        }
+    }
   }
   for (int v = 0; v < n; ++v) res.node_solved[v] = st.U[v].empty() ? 1 : 0;
+}
+
+EdgewiseResult edgewise_dispatch(const Graph& g, u64 prime, u64 seed, bool par, const std::vector<uint8_t>* steps) {
+  const u64 p = checked_prime(prime);
+  EdgewiseResult res;
+  if (p == kMersenne61)
+    edgewise_passes(FieldM61{}, g, seed, res, par, steps);
+  else
+    edgewise_passes(FieldGeneric{p}, g, seed, res, par, steps);
+  return res;
 }
 
 }  // namespace
 
 EdgewiseResult edgewise_run(const Graph& g, u64 prime, u64 seed, bool par) {
-  const u64 p = checked_prime(prime);
-  EdgewiseResult res;
-  if (p == kMersenne61)
-    edgewise_passes(FieldM61{}, g, seed, res, par);
-  else
-    edgewise_passes(FieldGeneric{p}, g, seed, res, par);
-  return res;
+  return edgewise_dispatch(g, prime, seed, par, nullptr);
+}
+
+EdgewiseResult generic_run(const Graph& g, const std::vector<uint8_t>& steps, u64 prime, u64 seed, bool par) {
+  return edgewise_dispatch(g, prime, seed, par, &steps);
 }
 
 }  // namespace fastnips::causal::detail

@@ -142,6 +142,35 @@ EdgewiseResult edgewise_identify_tian(int32_t n, const int32_t* directed, int64_
   return res;
 }
 
+AncestralResult generic_identify(int32_t n, const int32_t* directed, int64_t n_dir, const int32_t* bidirected,
+                                 int64_t n_bi, const std::vector<uint8_t>& steps, bool tian, uint64_t seed,
+                                 uint64_t prime) {
+  detail::checked_prime(prime);
+  for (uint8_t s : steps)
+    if (s != detail::kStepHtc && s != detail::kStepEdgewise) detail::refuse("generic_identify: unknown step code");
+  AncestralResult res;
+  res.edge_solved.assign(size_t(n_dir), 0);
+  auto run = [&](int32_t m, const int32_t* d, int64_t nd, const int32_t* b, int64_t nb, const int32_t* ids) {
+    const bool par = detail::use_threads(m, nd, nb);
+    const EdgewiseResult sub = detail::generic_run(detail::build_graph(m, d, nd, b, nb, par), steps, prime, seed, par);
+    for (int64_t k = 0; k < nd; ++k) res.edge_solved[size_t(ids ? ids[k] : k)] = sub.edge_solved[size_t(k)];
+    res.rounds += sub.rounds;
+  };
+  if (tian) {
+    detail::for_each_tian_component(n, directed, n_dir, bidirected, n_bi, [&](const detail::TianPiece& t) {
+      run(int32_t(t.nodes.size()), t.ld.data(), int64_t(t.dir_ids.size()), t.lb.data(), int64_t(t.lb.size() / 2),
+          t.dir_ids.data());
+    });
+  } else {
+    detail::validate(n, directed, n_dir, bidirected, n_bi);
+    run(n, directed, n_dir, bidirected, n_bi, nullptr);
+  }
+  res.node_solved.assign(size_t(n), 1);
+  for (int64_t e = 0; e < n_dir; ++e)
+    if (!res.edge_solved[size_t(e)]) res.node_solved[size_t(directed[2 * e + 1])] = 0;
+  return res;
+}
+
 namespace {
 
 // run(piece) -> the AncestralResult of one component graph (local ids) for every Tian component, node_solved

@@ -24,6 +24,10 @@ struct TianPiece {
 void for_each_tian_component(int32_t n, const i32* directed, i64 n_dir, const i32* bidirected, i64 n_bi,
                              const std::function<void(const TianPiece&)>& f);
 
+// One Gauss-Seidel sweep of htcIdentifyStep on a built graph (causal/ancestral.cpp); s: the solved mask,
+// updated. Returns the nodes it solved, in order.
+std::vector<int32_t> htc_sweep_graph(const Graph& g, std::vector<uint8_t>& s);
+
 // htc_sweeps on a built graph (causal/ancestral.cpp): directed holds its n_dir edges (for edge_solved).
 AncestralResult htc_sweeps_run(const Graph& g, const int32_t* directed, int64_t n_dir);
 

@@ -34,13 +34,13 @@ from ._builders import DATA, SEMID_LIB, random_mixed_graph, semid_installed
 with open(DATA / "semid_criteria_public.jsonl") as _fh:
     CRITERIA = [json.loads(line) for line in _fh if line.strip()]
 
-RUNS = {
-    "htcID_plain": lambda g: identify(g, ["htc"], tian=False),
-    "htcID_tian": lambda g: identify(g, ["htc"]),
-    "edgewiseID_plain": lambda g: identify(g, ["edgewise"], tian=False),
-    "edgewiseID_tian": lambda g: identify(g, ["edgewise"]),
-    "edgewiseTSID": trek_separation_identify,
-    "ancestralID": ancestral_identify,
+RUNS = {  # SEMID's function -> ours, on a backend
+    "htcID_plain": lambda g, b: identify(g, ["htc"], tian=False, backend=b),
+    "htcID_tian": lambda g, b: identify(g, ["htc"], backend=b),
+    "edgewiseID_plain": lambda g, b: identify(g, ["edgewise"], tian=False, backend=b),
+    "edgewiseID_tian": lambda g, b: identify(g, ["edgewise"], backend=b),
+    "edgewiseTSID": lambda g, b: trek_separation_identify(g, backend=b),
+    "ancestralID": lambda g, b: ancestral_identify(g, backend=b),
 }
 README_1 = MixedGraph.from_adjacency(
     [[0, 1, 1, 0, 0], [0, 0, 1, 1, 1], [0, 0, 0, 1, 0], [0, 0, 0, 0, 1], [0] * 5],
@@ -68,8 +68,8 @@ def _mismatches(key, fn):
 
 
 @pytest.mark.parametrize("key", sorted(RUNS))
-def test_identify_matches_semid(key):
-    bad, checked = _mismatches(key, RUNS[key])
+def test_identify_matches_semid(key, htc_backend):
+    bad, checked = _mismatches(key, lambda g: RUNS[key](g, htc_backend))
     assert checked >= 164
     assert not bad, bad
 
@@ -214,7 +214,7 @@ def test_argument_errors():
     with pytest.raises(ValueError, match="tian must be a bool"):
         edgewise_identify(g, tian="yes")
     with pytest.raises(ValueError, match="identify has no 'cpp' backend"):
-        identify(g, backend="cpp")
+        identify(g, ["htc", "ancestral"], backend="cpp")
     with pytest.raises(ValueError, match="g must be"):
         global_identifiable("g")
     with pytest.raises(NotImplementedError, match="identifier"):
@@ -266,8 +266,9 @@ for (ln in lines) { x <- fromJSON(ln); n <- x$n
   g <- MixedGraph(L, O); f <- function(r) { e <- integer(0); for (i in 1:n) for (j in r$solvedParents[[i]])
     e <- c(e, j - 1L, i - 1L); as.integer(e) }
   anc <- tryCatch(f(ancestralID(g)), error = function(e) -1L)
+  gg <- f(generalGenericID(g, list(htcIdentifyStep, edgewiseIdentifyStep), tianDecompose = FALSE))
   cat(toJSON(list(tsid = f(edgewiseTSID(g)), ew = f(edgewiseID(g, subsetSizeControl = Inf)), anc = anc,
-                  glob = globalID(g))), "\n") }
+                  glob = globalID(g), gg = gg)), "\n") }
 """
 
 
@@ -288,6 +289,7 @@ def test_live_semid_on_random_graphs():
         if want["anc"] != [-1]:  # -1: SEMID's ancestralID stopped with an error on this graph
             assert ancestral_identify(g).identified_edges == pairs(want["anc"])
         assert global_identifiable(g) == bool(want["glob"][0])
+        assert identify(g, ["htc", "edgewise"], tian=False).identified_edges == pairs(want["gg"])
 
 
 def test_plot_without_matplotlib_is_a_clear_error(monkeypatch):

@@ -14,11 +14,12 @@ All answers are SEMID 0.4.2's (its test graphs and random graphs are the oracle 
 
 These run on the reference code of :mod:`fastnips.causal.reference` (max-flows, ranks over :math:`\mathbb{F}_p`,
 numpy determinants).  ``backend="cpp"`` (picked by ``"auto"`` when the native core is built) runs the ancestral
-criterion (with its Tian split) and the per-edge trek-separation search natively, with the same candidates
-and the same exact max-flows, so the same answers; inside :func:`identify`'s loop with trek separation the
-``"htc"`` sweeps are native too, the edgewise step stays Python.  A loop that starts with ``"htc"`` first
-runs that step to its fixpoint in one native call; where it solves every node, that is the loop's answer
-(the other steps have nothing left to do) and no Python runs.
+criterion (with its Tian split), :func:`identify`'s loops over ``"htc"`` and ``"edgewise"`` steps, the latent-factor
+HTC and the per-edge trek-separation search natively, with the same candidates and the same exact max-flows
+(the edgewise step by the same rank method), so the same answers; inside a loop with trek separation the
+``"htc"`` sweeps are native too, SEMID's restricted edgewise search (``subset_size_control=3``) stays Python.
+A loop that starts with ``"htc"`` first runs that step to its fixpoint in one native call; where it solves
+every node, that is the loop's answer (the other steps have nothing left to do) and no Python runs.
 """
 
 from __future__ import annotations
@@ -53,17 +54,17 @@ def _check_steps(steps: Any) -> tuple[str, ...]:
 
 
 def _native_reason(backend: str, steps: tuple[str, ...], max_subset_size: int) -> str:
-    """Why ``backend`` cannot run these steps ("" when it can): cpp runs the ancestral fixpoint alone, or the
-    trek-separation search (source sets of up to 3 nodes) inside a loop without the ancestral step."""
-    if backend != "cpp":
+    """Why ``backend`` cannot run these steps ("" when it can): cpp runs the ancestral fixpoint alone, and loops
+    without the ancestral step (the trek-separation search with source sets of up to 3 nodes)."""
+    if backend != "cpp" or steps == ("ancestral",):
         return ""
-    if steps == ("ancestral",):
-        return ""
-    if "trek_separation" in steps and "ancestral" not in steps:
-        return "" if max_subset_size <= 3 else ("identify has no 'cpp' backend for max_subset_size > 3 (the native "
-                                                f"trek search takes max_subset_size <= 3, got {max_subset_size})")
-    return (f"identify has no 'cpp' backend for steps {list(steps)} (the native identify runs steps=['ancestral'] "
-            "or step lists with 'trek_separation' and without 'ancestral')")
+    if "ancestral" in steps:
+        return (f"identify has no 'cpp' backend for steps {list(steps)} (the native identify runs "
+                "steps=['ancestral'] alone, or step lists without 'ancestral')")
+    if "trek_separation" in steps and max_subset_size > 3:
+        return ("identify has no 'cpp' backend for max_subset_size > 3 (the native trek search takes "
+                f"max_subset_size <= 3, got {max_subset_size})")
+    return ""
 
 
 def _arrays32(ctx: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -128,11 +129,12 @@ def identify(g: MixedGraph, steps: Sequence[str] = ("htc",), *, tian: bool = Tru
     prime : int, default 2**61 - 1
         Field of the edgewise rank tests, a prime :math:`3 \le p < 2^{62}`.
     backend : {"auto", "cpp", "reference"}, default "auto"
-        ``"cpp"``: ``steps=["ancestral"]`` runs natively as a whole; with ``"trek_separation"`` among the
-        steps (and not ``"ancestral"``, ``max_subset_size <= 3``) its per-edge search and the ``"htc"``
-        sweeps run natively (the edgewise step stays Python; with ``"htc"`` first, a graph that the
-        ``"htc"`` phase solves completely never reaches Python).  Other
-        step lists refuse ``"cpp"`` (``"auto"`` takes the reference then).
+        ``"cpp"``: ``steps=["ancestral"]`` runs natively as a whole, and so does any list of ``"htc"`` and
+        ``"edgewise"`` with ``subset_size_control=None``; in other lists without ``"ancestral"`` the
+        ``"htc"`` sweeps and the per-edge trek-separation search (``max_subset_size <= 3``) run natively
+        and the restricted edgewise search stays Python (with ``"htc"`` first, a graph that the ``"htc"``
+        phase solves completely never reaches Python).  Lists that mix ``"ancestral"`` with other steps
+        refuse ``"cpp"`` (``"auto"`` takes the reference then).
 
     Returns
     -------
@@ -177,6 +179,9 @@ def identify(g: MixedGraph, steps: Sequence[str] = ("htc",), *, tian: bool = Tru
     raw = None
     if native and steps == ("ancestral",):  # the whole criterion, Tian split included, in one native call
         raw = _backend.native().ancestral_identify(g.n, d, b, tian=bool(tian))
+    elif native and set(steps) <= {"htc", "edgewise"} and subset_size_control is None:
+        # the whole loop natively (the exhaustive edgewise step is the native rank method's)
+        raw = _backend.native().generic_identify(g.n, d, b, list(steps), tian=bool(tian), seed=seed, prime=prime)
     elif native and steps[0] == "htc":
         # The loop starts with "htc" sweeps to their fixpoint (per Tian component); where they solve every
         # node, the other steps find nothing to do and that is the loop's answer, rounds included.
