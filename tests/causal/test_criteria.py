@@ -110,6 +110,33 @@ def test_global_native_equals_reference_on_random_graphs():
     assert 200 < sum(answers) < 1300
 
 
+def test_global_native_large_graph_path():
+    """Graphs of more than 1,024 nodes take the native adjacency-list path (smaller ones the bitset path): the
+    same answers on random graphs padded with isolated nodes (which change no component), and the same
+    refusals."""
+    if _backend.why_unavailable("cpp"):
+        pytest.skip(f"backend 'cpp' not available: {_backend.why_unavailable('cpp')}")
+    rng = np.random.default_rng(22)
+    answers = []
+    for k in range(120):
+        g = random_mixed_graph(rng, int(rng.integers(2, 25)), float(rng.uniform(0, 0.4)),
+                               float(rng.uniform(0, 0.6)), acyclic=k % 4 != 0)
+        big = MixedGraph(1100, g.directed, g.bidirected)
+        answers.append(global_identifiable(g, backend="reference"))
+        assert global_identifiable(big, backend="cpp") == answers[-1] == global_identifiable(g, backend="cpp")
+    assert 10 < sum(answers) < 110
+    C = _backend.native()
+    for n in (5, 1100):  # both paths, the same messages
+        with pytest.raises(ValueError, match="duplicate bidirected edge"):
+            C.global_identifiable(n, np.array([[0, 1]]), np.array([[1, 2], [2, 1]]))
+        with pytest.raises(ValueError, match="directed edge 1 has a node id out of range"):
+            C.global_identifiable(n, np.array([[0, 1], [0, n]]), np.zeros((0, 2), dtype=np.int32))
+        with pytest.raises(ValueError, match="duplicate directed edge"):
+            C.global_identifiable(n, np.array([[0, 1], [0, 1]]), np.zeros((0, 2), dtype=np.int32))
+        with pytest.raises(ValueError, match="bidirected self loop at node 3"):
+            C.global_identifiable(n, np.array([[0, 1]]), np.array([[3, 3]]))
+
+
 def test_trek_separation_contributes_where_semid_says():
     """The two recorded graphs where edgewiseTSID beats edgewiseID are found only with the TSID step."""
     ids = {"semid_tests/graphExamples/5", "semid_tests/graphExamples/17"}
