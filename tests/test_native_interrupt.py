@@ -95,6 +95,13 @@ CASES = {
         "C.lfhtc_identify(70, d, 14, le)",
         "r = C.lfhtc_identify(3, [(0, 1), (1, 2)], 1, [(0, 1), (0, 2)])\nassert r['node_solved'].all(), r",
     ),
+    "lfhtc, every L pruned": (
+        # 30 factors on {0, 1, 2, 3, 5} and 0..4 -> 5: for node 5 every latent set L leaves too few sources
+        # (its factors outside L ban their children), so no max-flow runs while 2^30 sets L are tried
+        "d = np.array([(i, 5) for i in range(5)]); le = np.array([(h, v) for h in range(30) for v in (0, 1, 2, 3, 5)])",
+        "C.lfhtc_identify(6, d, 30, le)",
+        "r = C.lfhtc_identify(3, [(0, 1), (1, 2)], 1, [(0, 1), (0, 2)])\nassert r['node_solved'].all(), r",
+    ),
     "evo run": (
         "from fastnips.evo import MOEAD, SelfAdjustingMOEAD, lotz, run",
         "run(lotz(64, 'exp2'), MOEAD(), 10**12, 0, stop_on_full=False, backend='cpp')",

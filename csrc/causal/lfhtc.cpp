@@ -131,22 +131,29 @@ bool tops_match(const std::vector<u64>& adj /* per z: bits of L's positions */) 
 }
 
 struct Lfhtc {
-  const Graph& g;  // observed 0..n-1, latent n..N-1
-  int n, W;
+  const Graph& g;   // observed 0..n-1, latent n..N-1 (adjacency only)
+  const Graph& go;  // the observed graph alone, with its de() rows (htr: no bidirected edges)
+  int n, W;         // W words over the observed nodes
   LatentTrekNet net;
   std::vector<i32> controlled;  // latent nodes with >= 4 children, ascending
-  std::vector<u64> chm;         // per latent h (row h - n): ch(h), W words over all N nodes
-  std::vector<u64> solved, obs, base_reach, base_banned, reach, banned;  // W words over all N nodes
+  std::vector<u64> chm, dem;    // per latent h (row h - n): ch(h) and de(h) = ⋃ de(c) over its children c
+  std::vector<u64> solved, obs, base_reach, base_banned, reach, banned;  // W words over the observed nodes
   std::vector<int> l_pos;  // position of a latent node in L, -1 outside L
   std::vector<i32> Y;
 
-  Lfhtc(const Graph& g_, int n_obs)
-      : g(g_), n(n_obs), W(g_.W), net(g_, n_obs), chm(size_t(g_.n - n_obs) * g_.W, 0), solved(size_t(W), 0),
-        obs(size_t(W), 0), base_reach(size_t(W)), base_banned(size_t(W)), reach(size_t(W)), banned(size_t(W)),
-        l_pos(size_t(g_.n), -1) {
+  Lfhtc(const Graph& g_, const Graph& go_)
+      : g(g_), go(go_), n(go_.n), W(go_.W), net(g_, go_.n), chm(size_t(g_.n - go_.n) * go_.W, 0), dem(chm),
+        solved(size_t(W), 0), obs(size_t(W), 0), base_reach(size_t(W)), base_banned(size_t(W)), reach(size_t(W)),
+        banned(size_t(W)), l_pos(size_t(g_.n), -1) {
     for (int h = n; h < g.n; ++h) {
       if (g.ch_off[h + 1] - g.ch_off[h] >= 4) controlled.push_back(h);
-      for (i32 f = g.ch_off[h]; f < g.ch_off[h + 1]; ++f) sb(chm.data() + size_t(h - n) * W, g.ch[f]);
+      u64* c = chm.data() + size_t(h - n) * W;
+      u64* d = dem.data() + size_t(h - n) * W;
+      for (i32 f = g.ch_off[h]; f < g.ch_off[h + 1]; ++f) {
+        sb(c, g.ch[f]);
+        const u64* r = go.htr_row(g.ch[f]);
+        for (int w = 0; w < W; ++w) d[w] |= r[w];
+      }
     }
     for (int v = 0; v < n; ++v) sb(obs.data(), v);
   }
@@ -155,12 +162,12 @@ struct Lfhtc {
   }
   // x's share of the banned set: x, de(x), and ch(h) and de(h) of its latent parents h outside L.
   void add_node(std::vector<u64>& rch, std::vector<u64>& ban, int x) const {
-    or_row(rch, g.htr_row(x));  // no bidirected edges: htrFrom(x) = de(x), x included
+    or_row(rch, go.htr_row(x));  // no bidirected edges: htrFrom(x) = de(x), x included
     sb(ban.data(), x);
     for (i32 e = g.pa_off[x]; e < g.pa_off[x + 1]; ++e) {
       const i32 h = g.pa[e];
       if (h < n || l_pos[size_t(h)] >= 0) continue;
-      or_row(rch, g.htr_row(h));
+      or_row(rch, dem.data() + size_t(h - n) * W);
       or_row(ban, chm.data() + size_t(h - n) * W);
     }
   }
@@ -199,6 +206,7 @@ struct Lfhtc {
     const int nc = int(controlled.size());
     for (int k = 0; k <= nc; ++k) {
       const bool found = any_subset(controlled, k, [&](const std::vector<i32>& L) {
+        check_interrupt();  // the per-L bound may skip every query of a long run
         for (int x = 0; x < k; ++x) l_pos[size_t(L[size_t(x)])] = x;
         std::fill(base_reach.begin(), base_reach.end(), 0);
         std::fill(base_banned.begin(), base_banned.end(), 0);
@@ -230,25 +238,31 @@ struct Lfhtc {
 AncestralResult lfhtc_identify(int32_t n, int32_t n_latent, const int32_t* directed, int64_t n_dir,
                                const int32_t* latent, int64_t n_lat) {
   if (n < 0 || n_latent < 0) refuse("lfhtc: n and n_latent must be >= 0");
-  if (i64(n) + n_latent > i64(0x7FFFFFFF) / 4 - 2) refuse("lfhtc: too many nodes");
+  if (i64(n) + n_latent > i64(0x7FFFFFFF) / 4 - 2) refuse("lfhtc: too many nodes");  // the trek network's 4N + 2
   if (n_lat < 0 || n_dir < 0 || n_dir + n_lat > i64(0x7FFFFFFF)) refuse("lfhtc: edge counts out of range");
   if (n_lat > 0 && latent == nullptr) refuse("lfhtc: null edge buffer");
   validate(n, directed, n_dir, nullptr, 0);
-  const int N = n + n_latent;
-  std::vector<i32> edges(directed, directed + 2 * n_dir);
   std::vector<i64> keys(static_cast<size_t>(n_lat));
+  std::vector<i32> used(static_cast<size_t>(n_latent), -1);  // latent -> node id (factors with a child only)
+  int N = n;
   for (i64 e = 0; e < n_lat; ++e) {
     const i32 h = latent[2 * e], c = latent[2 * e + 1];
     if (h < 0 || h >= n_latent || c < 0 || c >= n)
       refuse("lfhtc: latent edge " + std::to_string(e) + " has a node id out of range");
-    edges.push_back(n + h);
-    edges.push_back(c);
     keys[size_t(e)] = i64(h) * n + c;
+    if (used[size_t(h)] < 0) used[size_t(h)] = N++;
   }
   std::sort(keys.begin(), keys.end());
   if (std::adjacent_find(keys.begin(), keys.end()) != keys.end()) refuse("lfhtc: duplicate latent edge");
-  const Graph g = build_graph(N, edges.data(), n_dir + n_lat, nullptr, 0, false, true);
-  Lfhtc s(g, n);
+  std::vector<i32> edges(directed, directed + 2 * n_dir);
+  for (i64 e = 0; e < n_lat; ++e) {
+    edges.push_back(used[size_t(latent[2 * e])]);
+    edges.push_back(latent[2 * e + 1]);
+  }
+  // bitsets over the observed nodes only (the observed graph's de() rows): memory O((n + factors) n / 64)
+  const Graph g = build_graph(N, edges.data(), n_dir + n_lat, nullptr, 0, false, false);
+  const Graph go = build_graph(n, directed, n_dir, nullptr, 0, false, true);
+  Lfhtc s(g, go);
   AncestralResult r;
   r.node_solved.assign(size_t(n), 0);
   for (int v = 0; v < n; ++v) {

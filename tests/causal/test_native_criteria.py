@@ -268,6 +268,9 @@ def test_cpp_refuses_step_lists_it_does_not_run():
     assert identify(g, ["ancestral"]).backend == "cpp"
     assert identify(g, ["htc", "edgewise"]).backend == "cpp"
     assert identify(g, ["htc", "edgewise"], subset_size_control=2).backend == "cpp"  # native htc sweeps
+    with pytest.raises(ValueError, match="restricted search is Python"):  # nothing native would run
+        identify(g, ["edgewise"], subset_size_control=2, backend="cpp")
+    assert identify(g, ["edgewise"], subset_size_control=2).backend == "reference"
     C = _backend.native()
     for steps, match in [(["ancestral"], "steps must be 'htc' or 'edgewise'"), ([], "steps must not be empty")]:
         with pytest.raises(ValueError, match=match):

@@ -53,14 +53,18 @@ def _check_steps(steps: Any) -> tuple[str, ...]:
     return out
 
 
-def _native_reason(backend: str, steps: tuple[str, ...], max_subset_size: int) -> str:
+def _native_reason(backend: str, steps: tuple[str, ...], max_subset_size: int, subset_size_control: int | None) -> str:
     """Why ``backend`` cannot run these steps ("" when it can): cpp runs the ancestral fixpoint alone, and loops
-    without the ancestral step (the trek-separation search with source sets of up to 3 nodes)."""
+    without the ancestral step where a native piece runs (the htc sweeps, the exhaustive edgewise step, the
+    trek-separation search with source sets of up to 3 nodes)."""
     if backend != "cpp" or steps == ("ancestral",):
         return ""
     if "ancestral" in steps:
         return (f"identify has no 'cpp' backend for steps {list(steps)} (the native identify runs "
                 "steps=['ancestral'] alone, or step lists without 'ancestral')")
+    if set(steps) == {"edgewise"} and subset_size_control is not None:
+        return ("identify has no 'cpp' backend for steps ['edgewise'] with subset_size_control (SEMID's restricted "
+                "search is Python; subset_size_control=None runs natively)")
     if "trek_separation" in steps and max_subset_size > 3:
         return ("identify has no 'cpp' backend for max_subset_size > 3 (the native trek search takes "
                 f"max_subset_size <= 3, got {max_subset_size})")
@@ -173,7 +177,7 @@ def identify(g: MixedGraph, steps: Sequence[str] = ("htc",), *, tian: bool = Tru
         subset_size_control = _check_int(subset_size_control, "subset_size_control", 1, 1 << 31)
     max_subset_size = _check_int(max_subset_size, "max_subset_size", 1, 1 << 31)
     name = _backend.resolve(backend, op="identify", supported=("reference", "cpp"),
-                            check=lambda b: _native_reason(b, steps, max_subset_size))
+                            check=lambda b: _native_reason(b, steps, max_subset_size, subset_size_control))
     d, b = g.to_arrays()
     native = name == "cpp"
     raw = None
