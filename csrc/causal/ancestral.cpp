@@ -14,7 +14,6 @@
 #include <memory>
 #include <numeric>
 #include <set>
-#include <string>
 #include <vector>
 
 #include "causal/maxflow.h"
@@ -229,7 +228,8 @@ namespace {
 // adjacency lists (the dense bidirected part of a 100-node graph has thousands of edges).
 constexpr int kBitsetMaxN = 1024;
 
-// The graph as bitset rows, checked as validate() checks it (the same messages).
+// The graph as bitset rows, checked as validate() checks it (its checks, in its order; a duplicate is a bit
+// already set).
 struct BitGraph {
   int n, W;
   std::vector<u64> pa, ch, sib;
@@ -237,26 +237,19 @@ struct BitGraph {
   const u64* row(const std::vector<u64>& m, int v) const { return m.data() + size_t(v) * W; }
   BitGraph(int n_, const i32* dir, i64 nd, const i32* bi, i64 nb)
       : n(n_), W((n_ + 63) / 64), pa(size_t(n_) * W, 0), ch(pa), sib(pa) {
-    if (nd < 0 || nb < 0) refuse("htc: edge counts must be >= 0");
-    if (nd > i64(0x7FFFFFFF) || 2 * nb > i64(0x7FFFFFFF))
-      refuse("htc: too many edges (at most 2^31-1 directed, 2^30-1 bidirected)");
-    if ((nd > 0 && dir == nullptr) || (nb > 0 && bi == nullptr)) refuse("htc: null edge buffer");
+    check_edge_counts(dir, nd, bi, nb);
+    check_edge_ends(n, dir, nd, "directed");
     bool dup = false;
     for (i64 e = 0; e < nd; ++e) {
       const i32 t = dir[2 * e], h = dir[2 * e + 1];
-      if (t < 0 || t >= n || h < 0 || h >= n)
-        refuse("htc: directed edge " + std::to_string(e) + " has a node id out of range");
-      if (t == h) refuse("htc: directed self loop at node " + std::to_string(t));
       dup = dup || tb(row(ch, t), h);
       sb(row(ch, t), h);
       sb(row(pa, h), t);
     }
     if (dup) refuse("htc: duplicate directed edge");
+    check_edge_ends(n, bi, nb, "bidirected");
     for (i64 e = 0; e < nb; ++e) {
       const i32 a = bi[2 * e], b = bi[2 * e + 1];
-      if (a < 0 || a >= n || b < 0 || b >= n)
-        refuse("htc: bidirected edge " + std::to_string(e) + " has a node id out of range");
-      if (a == b) refuse("htc: bidirected self loop at node " + std::to_string(a));
       dup = dup || tb(row(sib, a), b);
       sb(row(sib, a), b);
       sb(row(sib, b), a);
@@ -435,8 +428,7 @@ AncestralResult detail::htc_sweeps_run(const Graph& g, const int32_t* directed, 
   r.node_solved.assign(size_t(g.n), 0);
   for (int v = 0; v < g.n; ++v) r.node_solved[size_t(v)] = g.npa(v) == 0;
   while (!htc_sweep_graph(g, r.node_solved).empty()) ++r.rounds;
-  r.edge_solved.resize(size_t(n_dir));
-  for (i64 e = 0; e < n_dir; ++e) r.edge_solved[size_t(e)] = r.node_solved[size_t(directed[2 * e + 1])];
+  r.edge_solved = edges_of_nodes(r.node_solved, directed, n_dir);
   return r;
 }
 

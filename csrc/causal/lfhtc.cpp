@@ -266,9 +266,7 @@ AncestralResult lfhtc_identify(int32_t n, int32_t n_latent, const int32_t* direc
   AncestralResult r;
   r.node_solved.assign(size_t(n), 0);
   for (int v = 0; v < n; ++v) {
-    bool observed_parent = false;
-    for (i32 e = g.pa_off[v]; e < g.pa_off[v + 1]; ++e) observed_parent = observed_parent || g.pa[e] < n;
-    if (!observed_parent) {
+    if (go.npa(v) == 0) {  // no observed parent
       r.node_solved[size_t(v)] = 1;
       sb(s.solved.data(), v);
     }
@@ -283,8 +281,7 @@ AncestralResult lfhtc_identify(int32_t n, int32_t n_latent, const int32_t* direc
         changed = true;
       }
   }
-  r.edge_solved.resize(size_t(n_dir));
-  for (i64 e = 0; e < n_dir; ++e) r.edge_solved[size_t(e)] = r.node_solved[size_t(directed[2 * e + 1])];
+  r.edge_solved = edges_of_nodes(r.node_solved, directed, n_dir);
   return r;
 }
 

@@ -159,13 +159,26 @@ bool use_threads(int64_t n, int64_t n_dir, int64_t n_bi) {
   return !in_parallel() && n >= 128 && (n + n_dir + n_bi) * n >= (int64_t(1) << 22);
 }
 
-void validate(int n, const i32* dir, i64 nd, const i32* bi, i64 nb) {
-  if (n < 0) refuse("htc: n must be >= 0");
+void check_edge_counts(const i32* dir, i64 nd, const i32* bi, i64 nb) {
   if (nd < 0 || nb < 0) refuse("htc: edge counts must be >= 0");
   if (nd > i64(0x7FFFFFFF) || 2 * nb > i64(0x7FFFFFFF))
     refuse("htc: too many edges (at most 2^31-1 directed, 2^30-1 bidirected)");
   if ((nd > 0 && dir == nullptr) || (nb > 0 && bi == nullptr))
     refuse("htc: null edge buffer");
+}
+
+void check_edge_ends(int n, const i32* edges, i64 m, const char* kind) {
+  for (i64 e = 0; e < m; ++e) {
+    const i32 a = edges[2 * e], b = edges[2 * e + 1];
+    if (a < 0 || a >= n || b < 0 || b >= n)
+      refuse("htc: " + std::string(kind) + " edge " + std::to_string(e) + " has a node id out of range");
+    if (a == b) refuse("htc: " + std::string(kind) + " self loop at node " + std::to_string(a));
+  }
+}
+
+void validate(int n, const i32* dir, i64 nd, const i32* bi, i64 nb) {
+  if (n < 0) refuse("htc: n must be >= 0");
+  check_edge_counts(dir, nd, bi, nb);
   // Duplicates in O(n + |E|): the edges grouped by their first node (a counting pass), then one stamp per
   // second node (stamp[h] == t + 1: h already seen with t).
   std::vector<i32> off(size_t(n) + 1), other, stamp(size_t(n), 0);
@@ -188,20 +201,10 @@ void validate(int n, const i32* dir, i64 nd, const i32* bi, i64 nb) {
       }
     return false;
   };
-  for (i64 e = 0; e < nd; ++e) {
-    const i32 t = dir[2 * e], h = dir[2 * e + 1];
-    if (t < 0 || t >= n || h < 0 || h >= n)
-      refuse("htc: directed edge " + std::to_string(e) + " has a node id out of range");
-    if (t == h) refuse("htc: directed self loop at node " + std::to_string(t));
-  }
+  check_edge_ends(n, dir, nd, "directed");
   if (has_duplicate(nd, [dir](i64 e) { return std::pair<i32, i32>(dir[2 * e], dir[2 * e + 1]); }))
     refuse("htc: duplicate directed edge");
-  for (i64 e = 0; e < nb; ++e) {
-    const i32 a = bi[2 * e], b = bi[2 * e + 1];
-    if (a < 0 || a >= n || b < 0 || b >= n)
-      refuse("htc: bidirected edge " + std::to_string(e) + " has a node id out of range");
-    if (a == b) refuse("htc: bidirected self loop at node " + std::to_string(a));
-  }
+  check_edge_ends(n, bi, nb, "bidirected");
   if (has_duplicate(nb, [bi](i64 e) { return std::minmax(bi[2 * e], bi[2 * e + 1]); }))
     refuse("htc: duplicate bidirected edge");
 }

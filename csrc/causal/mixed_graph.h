@@ -45,6 +45,26 @@ bool use_threads(int64_t n, int64_t n_dir, int64_t n_bi);
 // as both (i,j) and (j,i) counts as a duplicate).
 void validate(int n, const i32* dir, i64 nd, const i32* bi, i64 nb);
 
+// validate()'s checks before its duplicate searches, for callers that find duplicates their own way: the edge
+// counts and buffers, and per edge kind ("directed" / "bidirected" in the messages) ids and self loops.
+void check_edge_counts(const i32* dir, i64 nd, const i32* bi, i64 nb);
+void check_edge_ends(int n, const i32* edges, i64 m, const char* kind);
+
+// A node-level criterion's answer per directed edge (tail, head): solved iff its head is.
+inline std::vector<uint8_t> edges_of_nodes(const std::vector<uint8_t>& node_solved, const i32* dir, i64 nd) {
+  std::vector<uint8_t> out(static_cast<size_t>(nd));
+  for (i64 e = 0; e < nd; ++e) out[size_t(e)] = node_solved[size_t(dir[2 * e + 1])];
+  return out;
+}
+
+// An edge-level answer per node: solved iff every directed edge into it is (parentless nodes are).
+inline std::vector<uint8_t> nodes_of_edges(const std::vector<uint8_t>& edge_solved, int n, const i32* dir, i64 nd) {
+  std::vector<uint8_t> out(static_cast<size_t>(n), 1);
+  for (i64 e = 0; e < nd; ++e)
+    if (!edge_solved[size_t(e)]) out[size_t(dir[2 * e + 1])] = 0;
+  return out;
+}
+
 // The graph of n nodes, nd directed (tail, head) and nb bidirected pairs (validated); par: may use threads.
 // bitsets = false leaves htr, sibm and pam empty (the Tian decomposition needs only the adjacency and the
 // SCCs; the n x n/64 words of each bitset are what bounds the graphs the solvers can take).

@@ -136,9 +136,7 @@ EdgewiseResult edgewise_identify_tian(int32_t n, const int32_t* directed, int64_
     res.rounds = std::max(res.rounds, sub.rounds);
     res.tests += sub.tests;
   });
-  res.node_solved.assign(size_t(n), 1);
-  for (int64_t e = 0; e < n_dir; ++e)
-    if (!res.edge_solved[size_t(e)]) res.node_solved[size_t(directed[2 * e + 1])] = 0;
+  res.node_solved = detail::nodes_of_edges(res.edge_solved, n, directed, n_dir);
   return res;
 }
 
@@ -165,9 +163,7 @@ AncestralResult generic_identify(int32_t n, const int32_t* directed, int64_t n_d
     detail::validate(n, directed, n_dir, bidirected, n_bi);
     run(n, directed, n_dir, bidirected, n_bi, nullptr);
   }
-  res.node_solved.assign(size_t(n), 1);
-  for (int64_t e = 0; e < n_dir; ++e)
-    if (!res.edge_solved[size_t(e)]) res.node_solved[size_t(directed[2 * e + 1])] = 0;
+  res.node_solved = detail::nodes_of_edges(res.edge_solved, n, directed, n_dir);
   return res;
 }
 
@@ -186,8 +182,7 @@ AncestralResult solved_per_component(int32_t n, const int32_t* directed, int64_t
       res.node_solved[size_t(t.nodes[size_t(t.ld[2 * k + 1])])] = sub.node_solved[size_t(t.ld[2 * k + 1])];
     res.rounds += sub.rounds;
   });
-  res.edge_solved.resize(size_t(n_dir));
-  for (int64_t e = 0; e < n_dir; ++e) res.edge_solved[size_t(e)] = res.node_solved[size_t(directed[2 * e + 1])];
+  res.edge_solved = detail::edges_of_nodes(res.node_solved, directed, n_dir);
   return res;
 }
 
