@@ -12,7 +12,7 @@
 
 // The version of the _C API (names, arguments, results). Python refuses a build whose __api__ differs
 // from the one it was written for (a stale extension left by an older build); raise it on every change.
-#define FASTNIPS_NATIVE_API 10
+#define FASTNIPS_NATIVE_API 11
 
 namespace fastnips {
 

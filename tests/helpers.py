@@ -79,7 +79,6 @@ def captured_call(name: str, run) -> tuple:
 def new_field_calls() -> dict:
     """Valid calls of the causal criteria, submodular and functional bindings, captured from their public API."""
     from fastnips.causal import (
-        ancestral_identify,
         global_identifiable,
         identify,
         lfhtc_identify,
@@ -99,7 +98,7 @@ def new_field_calls() -> dict:
         "trek_edge_identified": lambda: trek_separation_identify(g, backend="cpp"),
         "htc_sweep": lambda: trek_separation_identify(g, backend="cpp"),
         "htc_sweeps": lambda: trek_separation_identify(g, backend="cpp"),
-        "ancestral_identify": lambda: ancestral_identify(g, backend="cpp"),
+        "ancestral_sweep": lambda: identify(g, ["trek_separation", "ancestral"], backend="cpp"),
         "global_identifiable": lambda: global_identifiable(g, backend="cpp"),
         "lfhtc_identify": lambda: lfhtc_identify(lg, children, backend="cpp"),
         "generic_identify": lambda: identify(g, ["htc", "edgewise"], backend="cpp"),

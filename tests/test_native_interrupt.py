@@ -86,6 +86,12 @@ CASES = {
         "r = C.htc_identify_many([(3, [(0, 1), (1, 2)], [(0, 2)])])\n"
         "assert r[0]['solved'].tolist() == [True, True, True], r",
     ),
+    "generic loop, ancestral": (
+        # SEMID's ancestral step over a dense DAG: ~1.5 s at n = 600, ~7 s at n = 1000
+        "d, b = dense_dag(1000, 0)",
+        "C.generic_identify(1000, d, b, ['ancestral'], tian=False)",
+        "r = C.generic_identify(3, [(0, 1), (1, 2)], [(0, 2)], ['ancestral'])\nassert r['node_solved'].all(), r",
+    ),
     "lfhtc": (
         # 40 parentless nodes are children of all 14 factors; 10 two-cycles v <-> p (50..69) whose parent is a
         # descendant, so no source reaches it: every (L, Z) with |L| = |Z| is tried and fails its max-flow

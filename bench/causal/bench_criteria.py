@@ -1,5 +1,6 @@
 """SEMID's identification family in fastnips (Tian edgewise, edgewiseTSID, ancestralID, globalID, and
-generalGenericID over the HTC and edgewise steps as SEMID's README runs it) vs SEMID (R).
+generalGenericID over the HTC and edgewise steps as SEMID's README runs it and over the HTC and ancestral
+steps) vs SEMID (R).
 
 Graph families as in bench_htc.py (random DAGs, expected total degree 3 "sparse" or n/4 "dense";
 over-parametrised "nonid"; "cyclic" digraphs), n = 25, 50, 100.  SEMID rows run where R with SEMID is
@@ -48,9 +49,12 @@ RUNS = {
     "global": global_identifiable,
     "htc_edgewise-cpp": lambda g: identify(g, ["htc", "edgewise"], tian=False, backend="cpp"),
     "htc_edgewise-reference": lambda g: identify(g, ["htc", "edgewise"], tian=False, backend="reference"),
+    "htc_ancestral-cpp": lambda g: identify(g, ["htc", "ancestral"], backend="cpp"),
+    "htc_ancestral-reference": lambda g: identify(g, ["htc", "ancestral"], backend="reference"),
 }
 SEMID = {"htc-cpp": "htcID", "edgewise_tian-cpp": "edgewiseID_tian", "tsid-cpp": "edgewiseTSID",
-         "ancestral-cpp": "ancestralID", "global": "globalID", "htc_edgewise-cpp": "generalGenericID_htc_edgewise"}
+         "ancestral-cpp": "ancestralID", "global": "globalID", "htc_edgewise-cpp": "generalGenericID_htc_edgewise",
+         "htc_ancestral-cpp": "generalGenericID_htc_ancestral"}
 # the trek-separation search costs O(n^4 log n) per unidentified edge: largest n per family
 LIMITS = {"tsid-reference": {"nonid": 25}, "tsid-cpp": {"nonid": 25}}
 # SEMID calls of minutes (one call each, in R 4.2.2 on the 2-core bench VM, 2026-12-03): not run by the bench;
@@ -58,7 +62,8 @@ LIMITS = {"tsid-reference": {"nonid": 25}, "tsid-cpp": {"nonid": 25}}
 SEMID_SLOW = {("edgewiseTSID", "sparse", 50): "more than 600 s", ("edgewiseTSID", "cyclic", 25): "more than 300 s",
               ("edgewiseTSID", "nonid", 25): "more than 300 s", ("ancestralID", "nonid", 100): "minutes",
               ("edgewiseID_tian", "nonid", 100): "about 55 s",
-              ("generalGenericID_htc_edgewise", "nonid", 100): "more than 150 s"}
+              ("generalGenericID_htc_edgewise", "nonid", 100): "more than 150 s",
+              ("generalGenericID_htc_ancestral", "nonid", 100): "about 145 s"}
 
 
 @functools.cache
@@ -79,8 +84,8 @@ def _check(impl: str, g: MixedGraph, r) -> None:
         assert r.identified_edges == ancestral_identify(g, backend="reference").identified_edges
     if impl == "tsid-cpp":  # the native trek search against the Python one, where that runs
         assert r.identified_edges == trek_separation_identify(g, backend="reference").identified_edges
-    if impl == "htc_edgewise-cpp":  # the native loop against the Python one
-        ref = identify(g, ["htc", "edgewise"], tian=False, backend="reference")
+    if impl in ("htc_edgewise-cpp", "htc_ancestral-cpp"):  # the native loop against the Python one
+        ref = RUNS[impl.replace("-cpp", "-reference")](g)
         assert r.identified_edges == ref.identified_edges
         assert r.rounds == ref.rounds
     if impl.startswith("tsid"):

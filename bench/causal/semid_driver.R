@@ -40,6 +40,8 @@
 #     globalID       SEMID::globalID(MixedGraph(L, O)); "identified_nodes" = all nodes iff TRUE
 #     generalGenericID_htc_edgewise  SEMID::generalGenericID(MixedGraph(L, O), list(htcIdentifyStep,
 #                    edgewiseIdentifyStep), tianDecompose = FALSE) (SEMID's README example; exhaustive subsets)
+#     generalGenericID_htc_ancestral  SEMID::generalGenericID(MixedGraph(L, O), list(htcIdentifyStep,
+#                    ancestralIdentifyStep)) (its default tianDecompose = TRUE)
 #     lfhtcID        SEMID::lfhtcID(LatentDigraph(L', observedNodes = 1:n, latentNodes = (n+1):(n+K))), L' the
 #                    (n+K) x (n+K) adjacency of the directed and latent edges; "identified_nodes" as for htcID
 # For htcID/htcID_tian a node is "identified" when all its incoming directed
@@ -67,7 +69,7 @@ suppressPackageStartupMessages({
 
 ALL_FUNCTIONS <- c("htcID", "htcID_tian", "graphID.htcID")
 EXTRA_FUNCTIONS <- c("edgewiseID_tian", "edgewiseTSID", "ancestralID", "globalID", "lfhtcID",
-                     "generalGenericID_htc_edgewise")
+                     "generalGenericID_htc_edgewise", "generalGenericID_htc_ancestral")
 
 edge_matrix <- function(edges, n, what, id) {
   # edges: list of length-2 lists/vectors (0-based); returns k x 2 1-based matrix
@@ -145,6 +147,9 @@ RUNNERS <- list(
   "ancestralID" = mixed_graph_runner(function(x) ancestralID(x)),
   "generalGenericID_htc_edgewise" = mixed_graph_runner(function(x) {
     generalGenericID(x, list(htcIdentifyStep, edgewiseIdentifyStep), tianDecompose = FALSE)
+  }),
+  "generalGenericID_htc_ancestral" = mixed_graph_runner(function(x) {
+    generalGenericID(x, list(htcIdentifyStep, ancestralIdentifyStep))
   }),
   "globalID" = list(   # "identified nodes": all of them when globally identifiable, else none
     prepare = function(G) MixedGraph(G$L, G$O),

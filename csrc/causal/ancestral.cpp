@@ -45,19 +45,20 @@ void close_along(Mask& m, const std::vector<i32>& off, const std::vector<i32>& a
   }
 }
 
-// The Tian component graph of node i inside the ancestrally closed node set h: its nodes (global ids,
-// ascending; loc[v] = local id, -1 outside) and its graph (every edge into the component, the bidirected
-// edges inside it).
+// The component graph of a Tian component C: its nodes C ∪ pa(C) (global ids, ascending; loc[v] = local id,
+// -1 outside) and its graph (every edge into C, the bidirected edges inside C).
 struct CompGraph {
   std::vector<i32> nodes, loc;
   Graph cg;
 };
 
-std::unique_ptr<CompGraph> tian_component_graph(const Graph& g, const Mask& h, int i) {
-  Mask inC(size_t(g.n), 0), inV(size_t(g.n), 0);
+// The Tian component of node i inside the ancestrally closed node set h: bidirected edges inside h and
+// membership of one SCC join components.
+Mask component_in(const Graph& g, const Mask& h, int i) {
+  Mask inC(size_t(g.n), 0);
   std::vector<i32> stack{i};
   inC[i] = 1;
-  while (!stack.empty()) {  // bidirected edges inside h and membership of one SCC join components
+  while (!stack.empty()) {
     const i32 u = stack.back();
     stack.pop_back();
     auto visit = [&](i32 w) {
@@ -70,6 +71,11 @@ std::unique_ptr<CompGraph> tian_component_graph(const Graph& g, const Mask& h, i
     const i32 c = g.scc[u];
     for (i32 k = g.scc_off[c]; k < g.scc_off[c + 1]; ++k) visit(g.scc_mem[k]);
   }
+  return inC;
+}
+
+std::unique_ptr<CompGraph> component_graph(const Graph& g, const Mask& inC) {
+  Mask inV(size_t(g.n), 0);
   auto out = std::make_unique<CompGraph>();
   out->loc.assign(size_t(g.n), -1);
   for (int v = 0; v < g.n; ++v)
@@ -104,54 +110,13 @@ bool solves(const CompGraph& c, int i, const Mask& allowed) {
   return false;
 }
 
-// A = ((S ∩ V) \ sib_H(i)) ∪ (V \ htr_H(i)) for the node set V of graph `hg` (global ids `nodes`); returns |A|.
-int allowed_in(const Graph& hg, const std::vector<i32>& nodes, int il, const Mask& solved, Mask& allowed) {
-  int count = 0;
-  for (size_t l = 0; l < nodes.size(); ++l) {
-    const i32 v = nodes[l];
-    const bool a = (solved[v] && !tb(hg.sib_row(il), int(l))) || !tb(hg.htr_row(il), int(l));
-    allowed[v] = a;
-    count += a;
-  }
-  return count;
-}
-
-struct State {
-  const Graph& g;
-  Mask solved;
-  std::vector<std::unique_ptr<CompGraph>> first;  // G1 per node (independent of S), built on first use
-};
-
-// (an(i) ∪ sib(an(i))) \ ({i} ∪ sib(i)) by OR-ing sibling bitsets: O(|an(i)| W + n).
-std::vector<i32> near_nodes(const Graph& g, int i, const Mask& an) {
-  const int W = g.W;
-  std::vector<u64> row(size_t(W), 0);
-  for (int a = 0; a < g.n; ++a) {
-    if (!an[a]) continue;
-    sb(row.data(), a);
-    const u64* sr = g.sib_row(a);
-    for (int w = 0; w < W; ++w) row[w] |= sr[w];
-  }
-  std::vector<i32> out;
-  for (int v = 0; v < g.n; ++v)
-    if (tb(row.data(), v) && v != i && !tb(g.sib_row(i), v)) out.push_back(v);
-  return out;
-}
-
-// Branch 2: H = the subgraph induced by an({i} ∪ B).
-bool second_branch(State& s, int i, const Mask& an, Mask& allowed) {
-  const Graph& g = s.g;
-  Mask h(size_t(g.n), 0);
-  h[i] = 1;
-  for (i32 v : near_nodes(g, i, an))  // B
-    if (s.solved[v] || !tb(g.htr_row(i), v)) h[v] = 1;
-  close_along(h, g.pa_off, g.pa);
-  // A2 = ((S ∩ H) \ sib_H(i)) ∪ (H \ htr_H(i)), htr_H(i) = the descendants inside H of {i} ∪ sib_H(i)
+// htr_H(i) = the descendants inside the node set `in` of {i} ∪ (sib(i) ∩ in) (i in `in`).
+Mask htr_inside(const Graph& g, const Mask& in, int i) {
   Mask htr(size_t(g.n), 0);
   std::vector<i32> stack{i};
   htr[i] = 1;
   for (i32 e = g.sb_off[i]; e < g.sb_off[i + 1]; ++e)
-    if (h[g.sib[e]]) {
+    if (in[g.sib[e]]) {
       htr[g.sib[e]] = 1;
       stack.push_back(g.sib[e]);
     }
@@ -159,65 +124,147 @@ bool second_branch(State& s, int i, const Mask& an, Mask& allowed) {
     const i32 u = stack.back();
     stack.pop_back();
     for (i32 e = g.ch_off[u]; e < g.ch_off[u + 1]; ++e)
-      if (h[g.ch[e]] && !htr[g.ch[e]]) {
+      if (in[g.ch[e]] && !htr[g.ch[e]]) {
         htr[g.ch[e]] = 1;
         stack.push_back(g.ch[e]);
       }
   }
+  return htr;
+}
+
+// What the tests of node i keep, independent of S (found on first use): G1's nodes V(G1) = C ∪ pa(C) (C the
+// Tian component of i in an(i)), each with whether it is in C, in sib_G1(i) = sib(i) ∩ C and in htr_G1(i)
+// (G1's edges are those into C), G1 itself once a test needs its max-flow, and branch 2's candidates
+// (near_nodes) once a test reaches branch 2.
+constexpr uint8_t kInC = 1, kSib = 2, kHtr = 4;
+
+struct First {
+  std::vector<i32> nodes;      // V(G1), ascending; empty: not found yet (V(G1) holds i)
+  std::vector<uint8_t> flags;  // per node: kInC | kSib | kHtr
+  std::unique_ptr<CompGraph> graph;
+  std::vector<u64> near;
+};
+
+Mask ancestors(const Graph& g, int i) {
+  Mask an(size_t(g.n), 0);
+  an[i] = 1;
+  close_along(an, g.pa_off, g.pa);
+  return an;
+}
+
+void first_nodes(const Graph& g, int i, First& f) {
+  const Mask inC = component_in(g, ancestors(g, i), i), htr = htr_inside(g, inC, i);
+  Mask inV = inC;
+  for (int v = 0; v < g.n; ++v)
+    if (inC[v])
+      for (i32 e = g.pa_off[v]; e < g.pa_off[v + 1]; ++e) inV[g.pa[e]] = 1;
+  const u64* si = g.sib_row(i);
+  for (int v = 0; v < g.n; ++v)
+    if (inV[v]) {
+      f.nodes.push_back(v);
+      f.flags.push_back(uint8_t((inC[v] ? kInC : 0) | (inC[v] && tb(si, v) ? kSib : 0) | (htr[v] ? kHtr : 0)));
+    }
+}
+
+// (an(i) ∪ sib(an(i))) \ ({i} ∪ sib(i)) by OR-ing sibling bitsets: O(n + |an(i)| W).
+void near_nodes(const Graph& g, int i, First& f) {
+  const int W = g.W;
+  const Mask an = ancestors(g, i);
+  f.near.assign(size_t(W), 0);
+  for (int v = 0; v < g.n; ++v) {
+    if (!an[v]) continue;
+    sb(f.near.data(), v);
+    const u64* sr = g.sib_row(v);
+    for (int w = 0; w < W; ++w) f.near[w] |= sr[w];
+  }
+  const u64* si = g.sib_row(i);
+  for (int w = 0; w < W; ++w) f.near[w] &= ~si[w];
+  f.near[size_t(i) / 64] &= ~(u64(1) << (i % 64));
+}
+
+struct State {
+  const Graph& g;
+  Mask solved;
+  std::vector<First> first;  // per node, on first use
+};
+
+// Branch 2: H = the subgraph induced by an({i} ∪ B), B = near ∩ (S ∪ (V \ htr(i))).
+bool second_branch(State& s, int i, First& f, Mask& allowed) {
+  const Graph& g = s.g;
+  if (f.near.empty()) near_nodes(g, i, f);
+  Mask h(size_t(g.n), 0);
+  h[i] = 1;
+  for (int v = 0; v < g.n; ++v)
+    if (tb(f.near.data(), v) && (s.solved[v] || !tb(g.htr_row(i), v))) h[v] = 1;
+  close_along(h, g.pa_off, g.pa);
+  // A2 = ((S ∩ H) \ sib_H(i)) ∪ (H \ htr_H(i))
+  const Mask htr = htr_inside(g, h, i);
   int count = 0;
   for (int v = 0; v < g.n; ++v) {
     allowed[v] = h[v] && ((s.solved[v] && !tb(g.sib_row(i), v)) || !htr[v]);
     count += allowed[v];
   }
   if (count < g.npa(i)) return false;
-  const auto c2 = tian_component_graph(g, h, i);
+  const auto c2 = component_graph(g, component_in(g, h, i));
   return solves(*c2, i, allowed);  // allowed nodes outside G2 are never offered
 }
 
 bool node_solvable(State& s, int i) {
   const Graph& g = s.g;
-  Mask an(size_t(g.n), 0);
-  an[i] = 1;
-  close_along(an, g.pa_off, g.pa);
-  if (!s.first[i]) s.first[i] = tian_component_graph(g, an, i);
-  const CompGraph& c1 = *s.first[i];
+  First& f = s.first[i];
+  if (f.nodes.empty()) first_nodes(g, i, f);
+  // A1 = ((S ∩ V(G1)) \ sib_G1(i)) ∪ (V(G1) \ htr_G1(i))
   Mask allowed(size_t(g.n), 0);
-  if (allowed_in(c1.cg, c1.nodes, c1.loc[i], s.solved, allowed) >= g.npa(i)) return solves(c1, i, allowed);
+  int count = 0;
+  for (size_t k = 0; k < f.nodes.size(); ++k) {
+    const bool a = (s.solved[f.nodes[k]] && !(f.flags[k] & kSib)) || !(f.flags[k] & kHtr);
+    allowed[f.nodes[k]] = a;
+    count += a;
+  }
+  if (count >= g.npa(i)) {
+    if (!f.graph) {
+      Mask inC(size_t(g.n), 0);
+      for (size_t k = 0; k < f.nodes.size(); ++k) inC[f.nodes[k]] = f.flags[k] & kInC;
+      f.graph = component_graph(g, inC);
+    }
+    return solves(*f.graph, i, allowed);
+  }
   std::fill(allowed.begin(), allowed.end(), 0);
-  return second_branch(s, i, an, allowed);
+  return second_branch(s, i, f, allowed);
 }
 
 }  // namespace
 
-AncestralResult ancestral_identify(int32_t n, const int32_t* directed, int64_t n_dir, const int32_t* bidirected,
-                                   int64_t n_bi) {
-  validate(n, directed, n_dir, bidirected, n_bi);
-  const Graph g = build_graph(n, directed, n_dir, bidirected, n_bi, false);
-  State s{g, Mask(size_t(n), 0), {}};
-  s.first.resize(size_t(n));
-  for (int v = 0; v < n; ++v) s.solved[v] = g.npa(v) == 0;
-  AncestralResult r;
-  // A node's test depends on the solved set S only: one that failed is not retried until S has grown.
-  std::vector<i64> failed_at(size_t(n), -1);
+// A node's test depends on the solved set S only, and S only grows: a node that failed is not retested until
+// S has grown (|S| tells, S being monotone); G1 per node is found once, on first use.
+struct AncestralSweeper::Impl {
+  State s;
+  std::vector<i64> failed_at;
+  explicit Impl(const Graph& g)
+      : s{g, Mask(size_t(g.n), 0), std::vector<First>(size_t(g.n))}, failed_at(size_t(g.n), -1) {}
+};
+
+AncestralSweeper::AncestralSweeper(const Graph& g) : p_(std::make_unique<Impl>(g)) {}
+AncestralSweeper::~AncestralSweeper() = default;
+
+std::vector<int32_t> AncestralSweeper::sweep(std::vector<uint8_t>& solved) {
+  State& s = p_->s;
+  const int n = s.g.n;
   i64 n_solved = 0;
-  for (bool changed = true; changed;) {  // Gauss-Seidel sweeps until one solves nothing
-    changed = false;
-    for (int i = 0; i < n; ++i) {
-      if (s.solved[i] || failed_at[i] == n_solved) continue;
-      check_interrupt();
-      if (node_solvable(s, i)) {
-        s.solved[i] = changed = true;
-        ++n_solved;
-      } else {
-        failed_at[i] = n_solved;
-      }
+  for (int v = 0; v < n; ++v) n_solved += (s.solved[v] = solved[v] != 0);
+  std::vector<int32_t> out;
+  for (int i = 0; i < n; ++i) {
+    if (s.solved[i] || p_->failed_at[i] == n_solved) continue;
+    check_interrupt();
+    if (node_solvable(s, i)) {
+      s.solved[i] = solved[i] = 1;
+      ++n_solved;
+      out.push_back(i);
+    } else {
+      p_->failed_at[i] = n_solved;
     }
-    r.rounds += changed;
   }
-  r.node_solved = s.solved;
-  r.edge_solved.resize(size_t(n_dir));
-  for (i64 e = 0; e < n_dir; ++e) r.edge_solved[e] = s.solved[directed[2 * e + 1]];
-  return r;
+  return out;
 }
 
 namespace {
@@ -438,6 +485,14 @@ std::vector<int32_t> htc_sweep(int32_t n, const int32_t* directed, int64_t n_dir
   const Graph g = build_graph(n, directed, n_dir, bidirected, n_bi, false);
   Mask s(solved, solved + n);
   return htc_sweep_graph(g, s);
+}
+
+std::vector<int32_t> ancestral_sweep(int32_t n, const int32_t* directed, int64_t n_dir, const int32_t* bidirected,
+                                     int64_t n_bi, const uint8_t* solved) {
+  validate(n, directed, n_dir, bidirected, n_bi);
+  const Graph g = build_graph(n, directed, n_dir, bidirected, n_bi, false);
+  Mask s(solved, solved + n);
+  return AncestralSweeper(g).sweep(s);
 }
 
 AncestralResult htc_sweeps(int32_t n, const int32_t* directed, int64_t n_dir, const int32_t* bidirected,

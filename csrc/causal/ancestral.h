@@ -1,5 +1,6 @@
-// Ancestral decomposition (Drton & Weihs 2016; SEMID 0.4.2 ancestralIdentifyStep and its fixpoint as
-// generalGenericID(steps = list(ancestralIdentifyStep), tianDecompose = FALSE) runs it): causal/ancestral.cpp.
+// Ancestral decomposition (Drton & Weihs 2016; SEMID 0.4.2 ancestralIdentifyStep: ancestral_sweep, and its
+// fixpoint as generic_identify over the "ancestral" step, which is SEMID's ancestralID), the "htc" step's
+// sweeps and globalID: causal/ancestral.cpp, causal/tian.cpp.
 // Plain C++17. Same input conventions and checks as htc.h (StatusError on bad ids, self loops, duplicates);
 // polls interrupt_requested() once per node test.
 #pragma once
@@ -14,22 +15,18 @@ struct AncestralResult {
   int32_t rounds = 0;                // sweeps that solved at least one node
 };
 
-// The fixpoint of SEMID's ancestral step on one graph (no Tian decomposition here: the caller runs it per
-// Tian component graph). Exact max-flows (causal/maxflow.h), deterministic.
-AncestralResult ancestral_identify(int32_t n, const int32_t* directed, int64_t n_dir, const int32_t* bidirected,
-                                   int64_t n_bi);
-
-// SEMID's default ancestralID (tianDecompose = TRUE): ancestral_identify on the component graph of every Tian
-// c-component (causal/tian.cpp); rounds summed over the components, as generalGenericID's loop counts them.
-AncestralResult ancestral_identify_tian(int32_t n, const int32_t* directed, int64_t n_dir, const int32_t* bidirected,
-                                        int64_t n_bi);
-
 // One Gauss-Seidel sweep of SEMID's htcIdentifyStep (the "htc" step of generalGenericID's loop): nodes
 // 0..n-1 in turn; an unsolved node v (solved[v] == 0) with A_v = ((S \ sib(v)) ∪ (V \ htrFrom(v))) is solved
 // when |A_v| >= |pa(v)| and a half-trek system reaches pa(v) from A_v (exact max-flow), and joins S at once.
 // Returns the nodes it solved, in order.
 std::vector<int32_t> htc_sweep(int32_t n, const int32_t* directed, int64_t n_dir, const int32_t* bidirected,
                                int64_t n_bi, const uint8_t* solved);
+
+// One Gauss-Seidel sweep of SEMID's ancestralIdentifyStep (the "ancestral" step of generalGenericID's loop;
+// the branches at the top of causal/ancestral.cpp) from the solved mask `solved`: returns the nodes it
+// solved, in order.
+std::vector<int32_t> ancestral_sweep(int32_t n, const int32_t* directed, int64_t n_dir, const int32_t* bidirected,
+                                     int64_t n_bi, const uint8_t* solved);
 
 // The "htc" step alone to its fixpoint, as generalGenericID's loop runs it before any other step: htc_sweep
 // from the parentless nodes until a sweep solves nothing; rounds = the sweeps that solved a node. The
@@ -50,8 +47,9 @@ AncestralResult htc_sweeps_tian(int32_t n, const int32_t* directed, int64_t n_di
                                 int64_t n_bi);
 
 // SEMID generalGenericID(g, steps, tianDecompose = tian) for steps from {htcIdentifyStep (0),
-// edgewiseIdentifyStep with subsetSizeControl = Inf (1)}: the steps in order, the first that identifies an
-// edge restarts the list, until none does; on the graph or on every Tian component graph (rounds summed).
+// edgewiseIdentifyStep with subsetSizeControl = Inf (1), ancestralIdentifyStep (2)}: the steps in order, the
+// first that identifies an edge restarts the list, until none does; on the graph or on every Tian component
+// graph (rounds summed).
 // The edgewise step by the randomized rank method over F_prime (htc.h; prime 0 = 2^61 - 1); the same checks.
 AncestralResult generic_identify(int32_t n, const int32_t* directed, int64_t n_dir, const int32_t* bidirected,
                                  int64_t n_bi, const std::vector<uint8_t>& steps, bool tian, uint64_t seed,

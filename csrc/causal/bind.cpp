@@ -1,6 +1,6 @@
 // Bindings of the causal field: htc_identify, edgewise_identify and htc_identify_many (the HTC solvers of
-// causal/htc.h), ancestral_identify, htc_sweep, htc_sweeps and global_identifiable (causal/ancestral.h),
-// trek_edge_identified (causal/trek.h), lfhtc_identify (causal/lfhtc.h), generic_identify (causal/ancestral.h).
+// causal/htc.h), htc_sweep, ancestral_sweep, htc_sweeps, global_identifiable and generic_identify
+// (causal/ancestral.h), trek_edge_identified (causal/trek.h), lfhtc_identify (causal/lfhtc.h).
 // Results come back as dicts of numpy arrays and lists, as fastnips.causal reads them.
 #include "causal/ancestral.h"
 #include "causal/htc.h"
@@ -155,7 +155,8 @@ py::dict generic_identify(int32_t n, const py::object& directed, const py::objec
   for (const std::string& s : steps) {
     if (s == "htc") codes.push_back(0);
     else if (s == "edgewise") codes.push_back(1);
-    else throw py::value_error("steps must be 'htc' or 'edgewise' (the native loop), got '" + s + "'");
+    else if (s == "ancestral") codes.push_back(2);
+    else throw py::value_error("steps must be 'htc', 'edgewise' or 'ancestral' (the native loop), got '" + s + "'");
   }
   if (codes.empty()) throw py::value_error("steps must not be empty");
   fc::AncestralResult r;
@@ -165,10 +166,6 @@ py::dict generic_identify(int32_t n, const py::object& directed, const py::objec
     return Status{};
   });
   return solved_dict(r);
-}
-
-py::dict ancestral_identify(int32_t n, const py::object& directed, const py::object& bidirected, bool tian) {
-  return solved_result(n, directed, bidirected, tian ? fc::ancestral_identify_tian : fc::ancestral_identify);
 }
 
 py::dict htc_sweeps(int32_t n, const py::object& directed, const py::object& bidirected, bool tian) {
@@ -187,7 +184,10 @@ bool global_identifiable(int32_t n, const py::object& directed, const py::object
   return out;
 }
 
-py::array htc_sweep(int32_t n, const py::object& directed, const py::object& bidirected, const py::object& solved) {
+// One node sweep (fc::htc_sweep or fc::ancestral_sweep) from a solved mask; the nodes it solves, in order.
+template <class Sweep>
+py::array node_sweep(int32_t n, const py::object& directed, const py::object& bidirected, const py::object& solved,
+                     Sweep sweep) {
   const IntPairs dir = checked_int32(directed, "directed"), bi = checked_int32(bidirected, "bidirected");
   const int64_t n_dir = pair_count(dir, "directed"), n_bi = pair_count(bi, "bidirected");
   check_n(n);
@@ -198,10 +198,19 @@ py::array htc_sweep(int32_t n, const py::object& directed, const py::object& bid
   for (int32_t v = 0; v < n; ++v) mask[size_t(v)] = flags.data()[v] != 0;
   std::vector<int32_t> out;
   run_released([&] {
-    out = fc::htc_sweep(n, dir.data(), n_dir, bi.data(), n_bi, mask.data());
+    out = sweep(n, dir.data(), n_dir, bi.data(), n_bi, mask.data());
     return Status{};
   });
   return to_numpy(out);
+}
+
+py::array htc_sweep(int32_t n, const py::object& directed, const py::object& bidirected, const py::object& solved) {
+  return node_sweep(n, directed, bidirected, solved, fc::htc_sweep);
+}
+
+py::array ancestral_sweep(int32_t n, const py::object& directed, const py::object& bidirected,
+                          const py::object& solved) {
+  return node_sweep(n, directed, bidirected, solved, fc::ancestral_sweep);
 }
 
 // A 1-D array of int64 residues mod the trek prime, of length n (name in the error).
@@ -293,16 +302,15 @@ void bind_causal(py::module_& m) {
         py::arg("seed") = 0, py::arg("prime") = kMersenne61, py::arg("tian") = false,
         "Edgewise identification via maximal good edge sets (tian: per Tian c-component, SEMID's default); see "
         "fastnips.causal.edgewise_identify.");
-  m.def("ancestral_identify", &ancestral_identify, py::arg("n"), py::arg("directed"), py::arg("bidirected"),
-        py::arg("tian") = false,
-        "SEMID's ancestral-step fixpoint on one graph (tian: per Tian c-component graph, SEMID's default); see "
-        "fastnips.causal.ancestral_identify.");
   m.def("trek_edge_identified", &trek_edge_identified, py::arg("n"), py::arg("directed"), py::arg("bidirected"),
         py::arg("i"), py::arg("j"), py::arg("sigma"), py::arg("a"), py::arg("b"), py::arg("pool"),
         py::arg("removed"), py::arg("max_k"),
         "Trek-separation search for one edge j -> i (the per-edge search of fastnips.causal._ref_trek).");
   m.def("htc_sweep", &htc_sweep, py::arg("n"), py::arg("directed"), py::arg("bidirected"), py::arg("solved"),
         "One Gauss-Seidel sweep of SEMID's htcIdentifyStep; returns the nodes it solves, in order.");
+  m.def("ancestral_sweep", &ancestral_sweep, py::arg("n"), py::arg("directed"), py::arg("bidirected"),
+        py::arg("solved"),
+        "One Gauss-Seidel sweep of SEMID's ancestralIdentifyStep; returns the nodes it solves, in order.");
   m.def("global_identifiable", &global_identifiable, py::arg("n"), py::arg("directed"), py::arg("bidirected"),
         "SEMID's globalID (false for cyclic graphs); see fastnips.causal.global_identifiable.");
   m.def("htc_sweeps", &htc_sweeps, py::arg("n"), py::arg("directed"), py::arg("bidirected"), py::arg("tian") = false,
@@ -310,8 +318,8 @@ void bind_causal(py::module_& m) {
         "rounds summed); dict of edge_solved, node_solved, rounds.");
   m.def("generic_identify", &generic_identify, py::arg("n"), py::arg("directed"), py::arg("bidirected"),
         py::arg("steps"), py::arg("tian") = true, py::arg("seed") = 0, py::arg("prime") = kMersenne61,
-        "SEMID's generalGenericID over 'htc' and 'edgewise' steps (subsetSizeControl = Inf); dict of edge_solved, "
-        "node_solved, rounds.");
+        "SEMID's generalGenericID over 'htc', 'edgewise' (subsetSizeControl = Inf) and 'ancestral' steps; dict of "
+        "edge_solved, node_solved, rounds.");
   m.def("lfhtc_identify", &lfhtc_identify, py::arg("n"), py::arg("directed"), py::arg("n_latent"),
         py::arg("latent_edges"),
         "SEMID's lfhtcID on a latent digraph (latent_edges: (latent h, observed child) pairs); dict of edge_solved, "

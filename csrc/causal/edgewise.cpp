@@ -7,6 +7,7 @@
 #include "causal/edgewise.h"
 
 #include <algorithm>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -17,21 +18,26 @@
 namespace fastnips::causal::detail {
 namespace {
 
-// The unsolved parents of every node (U, with their input edge ids Ue) and two n x W masks per node a:
-// Um(a) = U_a, Rm(a) = htrFrom(a) ∪ trFrom(U_a) (so T(a) = Rm(a) ∩ U).
+// The unsolved parents of every node (U, with their input edge ids Ue) and, for the rank method (rank ==
+// true), two n x W masks per node a: Um(a) = U_a, Rm(a) = htrFrom(a) ∪ trFrom(U_a) (so T(a) = Rm(a) ∩ U).
 struct Unsolved {
   const Graph& g;
+  bool rank;
   std::vector<u64> tr;  // n x W: trFrom(u) = union of htrFrom(x) over the ancestors x of u (u included)
   std::vector<std::vector<i32>> U, Ue;
   std::vector<u64> Um, Rm;
 
-  explicit Unsolved(const Graph& g_) : g(g_), U(g_.n), Ue(g_.n), Um(size_t(g_.n) * g_.W, 0), Rm(Um) {
+  Unsolved(const Graph& g_, bool rank_) : g(g_), rank(rank_), U(g_.n), Ue(g_.n) {
     // per SCC, in topological order: tr(C) = ⋃_{x in C} htrFrom(x) ∪ ⋃_{p -> C} tr(scc(p))
     const int W = g.W;
-    tr = rows_per_node(g, scc_closure(g, Along::kParents, [this, W](i32 x, u64* row) {
-                         const u64* hx = g.htr_row(x);
-                         for (int w = 0; w < W; ++w) row[w] |= hx[w];
-                       }));
+    if (rank) {
+      Um.assign(size_t(g.n) * W, 0);
+      Rm = Um;
+      tr = rows_per_node(g, scc_closure(g, Along::kParents, [this, W](i32 x, u64* row) {
+                           const u64* hx = g.htr_row(x);
+                           for (int w = 0; w < W; ++w) row[w] |= hx[w];
+                         }));
+    }
     for (int v = 0; v < g.n; ++v) {
       for (i32 e = g.pa_off[v]; e < g.pa_off[v + 1]; ++e) {
         U[v].push_back(g.pa[e]);
@@ -45,6 +51,7 @@ struct Unsolved {
 
   // Um(a) and Rm(a) from U[a].
   void refresh(int a) {
+    if (!rank) return;
     const int W = g.W;
     u64* u = Um.data() + size_t(a) * W;
     u64* r = Rm.data() + size_t(a) * W;
@@ -166,7 +173,8 @@ template <class F>
 void edgewise_passes(const F& f, const Graph& g, u64 seed, EdgewiseResult& res, bool par,
                      const std::vector<uint8_t>* steps) {
   const int n = g.n;
-  const MMatrix<F> mm = compute_M(f, g, seed, par);
+  const bool rank = steps == nullptr || std::count(steps->begin(), steps->end(), kStepEdgewise) > 0;
+  const MMatrix<F> mm = rank ? compute_M(f, g, seed, par) : MMatrix<F>{};
   res.edge_solved.assign(size_t(g.n_dir), 0);
   res.edge_step.assign(size_t(g.n_dir), -1);
   res.node_solved.assign(n, 0);
@@ -174,7 +182,7 @@ void edgewise_passes(const F& f, const Graph& g, u64 seed, EdgewiseResult& res, 
   res.rounds = 0;
   res.tests = 0;
   if (n == 0) return;
-  Unsolved st(g);
+  Unsolved st(g, rank);
   GoodSet<F> good(f, g, mm, seed);
   std::vector<i32> allowed;
   std::vector<u64> S(g.W);
@@ -191,9 +199,11 @@ void edgewise_passes(const F& f, const Graph& g, u64 seed, EdgewiseResult& res, 
     return changed;
   };
   std::vector<uint8_t> solved(static_cast<size_t>(n));
-  auto htc_sweep = [&] {  // whole nodes: every unsolved edge into a node the sweep solves
+  std::unique_ptr<AncestralSweeper> ancestral;
+  auto node_sweep = [&](uint8_t step) {  // whole nodes: every unsolved edge into a node the sweep solves
     for (int v = 0; v < n; ++v) solved[size_t(v)] = st.U[v].empty();
-    const std::vector<int32_t> got = htc_sweep_graph(g, solved);
+    if (step == kStepAncestral && !ancestral) ancestral = std::make_unique<AncestralSweeper>(g);
+    const std::vector<int32_t> got = step == kStepHtc ? htc_sweep_graph(g, solved) : ancestral->sweep(solved);
     for (int32_t v : got) {
       for (i32 e : st.Ue[v]) res.edge_solved[size_t(e)] = 1;
       st.U[v].clear();
@@ -208,7 +218,7 @@ void edgewise_passes(const F& f, const Graph& g, u64 seed, EdgewiseResult& res, 
     for (bool changed = true; changed;) {
       changed = false;
       for (uint8_t s : *steps)
-        if (s == kStepHtc ? htc_sweep() : edgewise_sweep()) {
+        if (s == kStepEdgewise ? edgewise_sweep() : node_sweep(s)) {
           ++res.rounds;
           changed = true;
           break;

@@ -10,10 +10,12 @@ namespace fastnips::causal::detail {
 EdgewiseResult edgewise_run(const Graph& g, u64 prime, u64 seed, bool par);
 
 // generalGenericID's loop on one graph over `steps` (kStepHtc: htcIdentifyStep; kStepEdgewise:
-// edgewiseIdentifyStep with subsetSizeControl = Inf, one Gauss-Seidel sweep by the rank method above): the
-// steps are tried in order, the first that identifies an edge restarts the list; rounds = the steps that did.
-// edge_solved and node_solved as edgewise_run's; no steps recorded.
-constexpr uint8_t kStepHtc = 0, kStepEdgewise = 1;
+// edgewiseIdentifyStep with subsetSizeControl = Inf, one Gauss-Seidel sweep by the rank method above;
+// kStepAncestral: ancestralIdentifyStep, causal/ancestral.cpp): the steps are tried in order, the first that
+// identifies an edge restarts the list; rounds = the steps that did. edge_solved and node_solved as
+// edgewise_run's; no steps recorded. The random matrix of the rank method is drawn only when an edgewise
+// step is in the list.
+constexpr uint8_t kStepHtc = 0, kStepEdgewise = 1, kStepAncestral = 2;
 EdgewiseResult generic_run(const Graph& g, const std::vector<uint8_t>& steps, u64 prime, u64 seed, bool par);
 
 }  // namespace fastnips::causal::detail

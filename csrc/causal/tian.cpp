@@ -145,7 +145,7 @@ AncestralResult generic_identify(int32_t n, const int32_t* directed, int64_t n_d
                                  uint64_t prime) {
   detail::checked_prime(prime);
   for (uint8_t s : steps)
-    if (s != detail::kStepHtc && s != detail::kStepEdgewise) detail::refuse("generic_identify: unknown step code");
+    if (s > detail::kStepAncestral) detail::refuse("generic_identify: unknown step code");
   AncestralResult res;
   res.edge_solved.assign(size_t(n_dir), 0);
   auto run = [&](int32_t m, const int32_t* d, int64_t nd, const int32_t* b, int64_t nb, const int32_t* ids) {
@@ -195,14 +195,6 @@ AncestralResult htc_sweeps_tian(int32_t n, const int32_t* directed, int64_t n_di
     const int64_t nd = int64_t(t.dir_ids.size());
     return detail::htc_sweeps_run(
         detail::build_graph(m, t.ld.data(), nd, t.lb.data(), int64_t(t.lb.size() / 2), false), t.ld.data(), nd);
-  });
-}
-
-AncestralResult ancestral_identify_tian(int32_t n, const int32_t* directed, int64_t n_dir, const int32_t* bidirected,
-                                        int64_t n_bi) {
-  return solved_per_component(n, directed, n_dir, bidirected, n_bi, [](const detail::TianPiece& t) {
-    return ancestral_identify(int32_t(t.nodes.size()), t.ld.data(), int64_t(t.dir_ids.size()), t.lb.data(),
-                              int64_t(t.lb.size() / 2));
   });
 }
 

@@ -1,6 +1,7 @@
 // Internal to the causal criteria: SEMID's Tian decomposition into component graphs (causal/tian.cpp).
 #pragma once
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "causal/ancestral.h"
@@ -27,6 +28,20 @@ void for_each_tian_component(int32_t n, const i32* directed, i64 n_dir, const i3
 // One Gauss-Seidel sweep of htcIdentifyStep on a built graph (causal/ancestral.cpp); s: the solved mask,
 // updated. Returns the nodes it solved, in order.
 std::vector<int32_t> htc_sweep_graph(const Graph& g, std::vector<uint8_t>& s);
+
+// SEMID's ancestralIdentifyStep on a built graph, one Gauss-Seidel sweep per call (causal/ancestral.cpp): s is
+// the solved mask, updated; returns the nodes the sweep solved, in order. Across calls the mask may only grow
+// (generalGenericID's loop): a node that failed is retested only once it has, and G1 per node is built once.
+class AncestralSweeper {
+ public:
+  explicit AncestralSweeper(const Graph& g);
+  ~AncestralSweeper();
+  std::vector<int32_t> sweep(std::vector<uint8_t>& s);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> p_;
+};
 
 // htc_sweeps on a built graph (causal/ancestral.cpp): directed holds its n_dir edges (for edge_solved).
 AncestralResult htc_sweeps_run(const Graph& g, const int32_t* directed, int64_t n_dir);

@@ -241,7 +241,7 @@ def test_argument_errors():
     with pytest.raises(ValueError, match="tian must be a bool"):
         edgewise_identify(g, tian="yes")
     with pytest.raises(ValueError, match="identify has no 'cpp' backend"):
-        identify(g, ["htc", "ancestral"], backend="cpp")
+        identify(g, ["trek_separation"], max_subset_size=4, backend="cpp")
     with pytest.raises(ValueError, match="g must be"):
         global_identifiable("g")
     with pytest.raises(NotImplementedError, match="identifier"):
@@ -294,8 +294,9 @@ for (ln in lines) { x <- fromJSON(ln); n <- x$n
     e <- c(e, j - 1L, i - 1L); as.integer(e) }
   anc <- tryCatch(f(ancestralID(g)), error = function(e) -1L)
   gg <- f(generalGenericID(g, list(htcIdentifyStep, edgewiseIdentifyStep), tianDecompose = FALSE))
+  ga <- tryCatch(f(generalGenericID(g, list(htcIdentifyStep, ancestralIdentifyStep))), error = function(e) -1L)
   cat(toJSON(list(tsid = f(edgewiseTSID(g)), ew = f(edgewiseID(g, subsetSizeControl = Inf)), anc = anc,
-                  glob = globalID(g), gg = gg)), "\n") }
+                  glob = globalID(g), gg = gg, ga = ga)), "\n") }
 """
 
 
@@ -308,6 +309,8 @@ def test_live_semid_on_random_graphs():
     inp = "\n".join(json.dumps({"n": g.n, "d": [list(e) for e in g.directed],
                                 "b": [list(e) for e in g.bidirected]}) for g in graphs)
     out = subprocess.run(["Rscript", "-e", SEMID_R], input=inp, capture_output=True, text=True, check=True)
+    backends = [b for b in ("reference", "cpp") if _backend.backend_available(b)]
+    checked_ga = 0
     for g, line in zip(graphs, out.stdout.strip().splitlines()):
         want = json.loads(line)
         pairs = lambda flat: sorted(zip(flat[::2], flat[1::2]))
@@ -317,6 +320,11 @@ def test_live_semid_on_random_graphs():
             assert ancestral_identify(g).identified_edges == pairs(want["anc"])
         assert global_identifiable(g) == bool(want["glob"][0])
         assert identify(g, ["htc", "edgewise"], tian=False).identified_edges == pairs(want["gg"])
+        if want["ga"] != [-1]:  # generalGenericID(htc, ancestral), every backend
+            checked_ga += 1
+            for be in backends:
+                assert identify(g, ["htc", "ancestral"], backend=be).identified_edges == pairs(want["ga"])
+    assert checked_ga >= 20, checked_ga
 
 
 def test_plot_without_matplotlib_is_a_clear_error(monkeypatch):

@@ -24,6 +24,7 @@ component) of each of its sinks.
 from __future__ import annotations
 
 from ._ref_fixpoint import component_graph, tian_decompose
+from ._ref_generic import native_sweep
 from ._ref_maxflow import half_trek_system
 from ._ref_mixed_graph import _G, _descendants, _strong_components, htr_from
 
@@ -59,9 +60,11 @@ def _allowed_in(h: _G, hglob: list[int], i: int, solved: set[int]) -> set[int]:
 
 def ancestral_step(ctx, unsolved: list[set[int]]) -> list[tuple[int, int]]:
     """One Gauss-Seidel sweep of SEMID's ``ancestralIdentifyStep`` (exact max-flows)."""
+    if ctx.native is not None:  # the same sweep in the native core (exact max-flows)
+        return native_sweep(ctx.native.ancestral_sweep, ctx, unsolved)
     g = ctx.g
-    solved = {v for v, u in enumerate(unsolved) if not u}
     new: list[tuple[int, int]] = []
+    solved = {v for v, u in enumerate(unsolved) if not u}
     for i in range(g.n):
         if not unsolved[i]:
             continue

@@ -45,7 +45,7 @@ class _Ctx:
     def __init__(self, g: _G, seed: int, prime: int, subset_size_control: int | None,
                  max_subset_size: int, native: Any = None) -> None:
         self.g, self.seed, self.prime = g, int(seed), int(prime)
-        self.native = native  # a native backend's htc sweep and trek-separation search (same answers), or None
+        self.native = native  # a native backend's htc / ancestral sweeps and trek search (same answers), or None
         self.subset_size_control, self.max_subset_size = subset_size_control, int(max_subset_size)
         self._cache: dict[str, Any] = {}
 
@@ -71,15 +71,23 @@ def _solved_nodes(unsolved: list[set[int]]) -> set[int]:
     return {v for v, u in enumerate(unsolved) if not u}
 
 
+def native_sweep(sweep: Callable[[_Ctx, list[bool]], list[int]], ctx: _Ctx,
+                 unsolved: list[set[int]]) -> list[tuple[int, int]]:
+    """A native node sweep (``sweep(ctx, solved)``: the nodes it solves, in order) as a step: the edges it
+    identifies, every unsolved edge into those nodes, removed from ``unsolved``."""
+    new: list[tuple[int, int]] = []
+    for i in sweep(ctx, [not u for u in unsolved]):
+        new += [(j, i) for j in sorted(unsolved[i])]
+        unsolved[i] = set()
+    return new
+
+
 def htc_step(ctx: _Ctx, unsolved: list[set[int]]) -> list[tuple[int, int]]:
     """One Gauss-Seidel sweep of SEMID's ``htcIdentifyStep`` (exact max-flow); returns the new edges."""
+    if ctx.native is not None:  # the same sweep in the native core (exact max-flows)
+        return native_sweep(ctx.native.htc_sweep, ctx, unsolved)
     g, n = ctx.g, ctx.g.n
     new: list[tuple[int, int]] = []
-    if ctx.native is not None:  # the same sweep in the native core (exact max-flows)
-        for i in ctx.native.htc_sweep(ctx, [not u for u in unsolved]):
-            new += [(j, i) for j in sorted(unsolved[i])]
-            unsolved[i] = set()
-        return new
     solved = _solved_nodes(unsolved)
     for i in range(n):
         if not unsolved[i]:
@@ -185,8 +193,9 @@ def generic_identify(n: int, directed: Any, bidirected: Any, steps: Sequence[str
         Replaces the fixpoint of ``steps`` on one (component) graph: ``fixpoint(g) -> (unsolved, rounds)``
         (a native backend's; same results).
     native : object, optional
-        A native backend's ``htc_sweep(ctx, solved)`` (the nodes one ``"htc"`` sweep solves, in order) and
-        ``trek_search(ctx, ...)`` (the per-edge search of :mod:`._ref_trek`), used by those steps instead.
+        A native backend's ``htc_sweep(ctx, solved)`` and ``ancestral_sweep(ctx, solved)`` (the nodes one
+        ``"htc"`` / ``"ancestral"`` sweep solves, in order) and ``trek_search(ctx, ...)`` (the per-edge search
+        of :mod:`._ref_trek`), used by those steps instead.
 
     Returns
     -------

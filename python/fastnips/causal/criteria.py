@@ -54,14 +54,12 @@ def _check_steps(steps: Any) -> tuple[str, ...]:
 
 
 def _native_reason(backend: str, steps: tuple[str, ...], max_subset_size: int, subset_size_control: int | None) -> str:
-    """Why ``backend`` cannot run these steps ("" when it can): cpp runs the ancestral fixpoint alone, and loops
-    without the ancestral step where a native piece runs (the htc sweeps, the exhaustive edgewise step, the
-    trek-separation search with source sets of up to 3 nodes)."""
-    if backend != "cpp" or steps == ("ancestral",):
+    """Why ``backend`` cannot run these steps ("" when it can): cpp runs every step natively (the loop itself
+    natively unless it holds a restricted edgewise or a trek-separation step) except SEMID's restricted edgewise
+    search, which is Python (cpp is refused when that is all the list runs), and trek-separation source sets of
+    more than 3 nodes."""
+    if backend != "cpp":
         return ""
-    if "ancestral" in steps:
-        return (f"identify has no 'cpp' backend for steps {list(steps)} (the native identify runs "
-                "steps=['ancestral'] alone, or step lists without 'ancestral')")
     if set(steps) == {"edgewise"} and subset_size_control is not None:
         return ("identify has no 'cpp' backend for steps ['edgewise'] with subset_size_control (SEMID's restricted "
                 "search is Python; subset_size_control=None runs natively)")
@@ -77,14 +75,20 @@ def _arrays32(ctx: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 class _NativeSteps:
-    """The native pieces of ``generic_identify``'s loop (``native=``): the ``"htc"`` sweep and the per-edge
-    trek-separation search, with the reference's answers."""
+    """The native pieces of ``generic_identify``'s loop (``native=``): the ``"htc"`` and ``"ancestral"`` sweeps
+    and the per-edge trek-separation search, with the reference's answers."""
 
     @staticmethod
     def htc_sweep(ctx: Any, solved: list[bool]) -> list[int]:
         """The nodes one Gauss-Seidel ``"htc"`` sweep solves, in order (``_ref_generic.htc_step``)."""
         d, bi = _arrays32(ctx)
         return _backend.native().htc_sweep(ctx.g.n, d, bi, np.asarray(solved, dtype=np.uint8)).tolist()
+
+    @staticmethod
+    def ancestral_sweep(ctx: Any, solved: list[bool]) -> list[int]:
+        """The nodes one Gauss-Seidel ``"ancestral"`` sweep solves, in order (``_ref_ancestral.ancestral_step``)."""
+        d, bi = _arrays32(ctx)
+        return _backend.native().ancestral_sweep(ctx.g.n, d, bi, np.asarray(solved, dtype=np.uint8)).tolist()
 
     @staticmethod
     def trek_search(ctx: Any, i: int, j: int, a: np.ndarray, b: np.ndarray, pool: list[int], removed: list[int],
@@ -133,12 +137,12 @@ def identify(g: MixedGraph, steps: Sequence[str] = ("htc",), *, tian: bool = Tru
     prime : int, default 2**61 - 1
         Field of the edgewise rank tests, a prime :math:`3 \le p < 2^{62}`.
     backend : {"auto", "cpp", "reference"}, default "auto"
-        ``"cpp"``: ``steps=["ancestral"]`` runs natively as a whole, and so does any list of ``"htc"`` and
-        ``"edgewise"`` with ``subset_size_control=None``; in other lists without ``"ancestral"`` the
-        ``"htc"`` sweeps and the per-edge trek-separation search (``max_subset_size <= 3``) run natively
-        and the restricted edgewise search stays Python (with ``"htc"`` first, a graph that the ``"htc"``
-        phase solves completely never reaches Python).  Lists that mix ``"ancestral"`` with other steps
-        refuse ``"cpp"`` (``"auto"`` takes the reference then).
+        ``"cpp"``: any list of ``"htc"``, ``"ancestral"`` and ``"edgewise"`` (with ``subset_size_control=None``)
+        runs natively as a whole; in other lists the ``"htc"`` and ``"ancestral"`` sweeps and the per-edge
+        trek-separation search (``max_subset_size <= 3``) run natively and the restricted edgewise search
+        stays Python (with ``"htc"`` first, a graph that the ``"htc"`` phase solves completely never reaches
+        Python).  ``["edgewise"]`` with ``subset_size_control`` and trek separation with
+        ``max_subset_size > 3`` refuse ``"cpp"`` (``"auto"`` takes the reference then).
 
     Returns
     -------
@@ -181,10 +185,10 @@ def identify(g: MixedGraph, steps: Sequence[str] = ("htc",), *, tian: bool = Tru
     d, b = g.to_arrays()
     native = name == "cpp"
     raw = None
-    if native and steps == ("ancestral",):  # the whole criterion, Tian split included, in one native call
-        raw = _backend.native().ancestral_identify(g.n, d, b, tian=bool(tian))
-    elif native and set(steps) <= {"htc", "edgewise"} and subset_size_control is None:
-        # the whole loop natively (the exhaustive edgewise step is the native rank method's)
+    if native and set(steps) <= {"htc", "edgewise", "ancestral"} and (
+            subset_size_control is None or "edgewise" not in steps):
+        # the whole loop, Tian split included, in one native call (the exhaustive edgewise step is the native
+        # rank method's)
         raw = _backend.native().generic_identify(g.n, d, b, list(steps), tian=bool(tian), seed=seed, prime=prime)
     elif native and steps[0] == "htc":
         # The loop starts with "htc" sweeps to their fixpoint (per Tian component); where they solve every
