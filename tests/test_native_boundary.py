@@ -289,9 +289,13 @@ def test_ids_beyond_int32_are_refused_not_wrapped(bad):
 def test_ids_of_every_integer_dtype_and_lists_agree():
     C = native()
     want = C.htc_identify(3, [(0, 1), (1, 2)], [(1, 2)])["solved"]
-    for dt in (np.int8, np.int64, np.uint32, np.uint64, ">i8"):
+    for dt in (np.int8, np.int32, np.int64, np.uint32, np.uint64, ">i4", ">i8"):
         d, b = np.array([[0, 1], [1, 2]], dtype=dt), np.array([[1, 2]], dtype=dt)
         np.testing.assert_array_equal(C.htc_identify(3, d, b)["solved"], want)
+    # int32 arrays go in without a copy when C-ordered; other layouts are copied in order
+    wide = np.array([[0, 7, 1], [1, 7, 2]], dtype=np.int32)
+    for d in (np.asfortranarray(wide[:, ::2]), wide[:, ::2]):
+        np.testing.assert_array_equal(C.htc_identify(3, d, np.array([[1, 2]], np.int32))["solved"], want)
     with pytest.raises(ValueError, match="holds 18446744073709551615, outside int32"):
         C.htc_identify(3, np.array([[0, 2**64 - 1]], dtype=np.uint64), [])
     with pytest.raises(TypeError, match="directed must hold integers, got float64"):

@@ -251,13 +251,19 @@ std::vector<int32_t> AncestralSweeper::sweep(std::vector<uint8_t>& solved) {
   State& s = p_->s;
   const int n = s.g.n;
   i64 n_solved = 0;
-  for (int v = 0; v < n; ++v) n_solved += (s.solved[v] = solved[v] != 0);
+  bool shrunk = false;  // a node solved at the last call is not now: the memo does not hold, start afresh
+  for (int v = 0; v < n; ++v) {
+    shrunk = shrunk || (s.solved[v] && !solved[v]);
+    n_solved += (s.solved[v] = solved[v] != 0);
+  }
+  if (shrunk) std::fill(p_->failed_at.begin(), p_->failed_at.end(), -1);
   std::vector<int32_t> out;
   for (int i = 0; i < n; ++i) {
     if (s.solved[i] || p_->failed_at[i] == n_solved) continue;
     check_interrupt();
-    if (node_solvable(s, i)) {
+    if (s.g.npa(i) == 0 || node_solvable(s, i)) {  // no parents: the empty half-trek system
       s.solved[i] = solved[i] = 1;
+      s.first[i] = First{};  // a solved node is not tested again
       ++n_solved;
       out.push_back(i);
     } else {
@@ -453,6 +459,11 @@ std::vector<int32_t> detail::htc_sweep_graph(const Graph& g, std::vector<uint8_t
   std::vector<int32_t> out;
   for (int v = 0; v < n; ++v) {
     if (s[v]) continue;
+    if (g.npa(v) == 0) {  // the empty half-trek system
+      s[v] = 1;
+      out.push_back(v);
+      continue;
+    }
     check_interrupt();
     int count = 0;
     for (int a = 0; a < n; ++a) count += (s[a] && !tb(g.sib_row(v), a)) || !tb(g.htr_row(v), a);

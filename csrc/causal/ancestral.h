@@ -17,14 +17,14 @@ struct AncestralResult {
 
 // One Gauss-Seidel sweep of SEMID's htcIdentifyStep (the "htc" step of generalGenericID's loop): nodes
 // 0..n-1 in turn; an unsolved node v (solved[v] == 0) with A_v = ((S \ sib(v)) ∪ (V \ htrFrom(v))) is solved
-// when |A_v| >= |pa(v)| and a half-trek system reaches pa(v) from A_v (exact max-flow), and joins S at once.
-// Returns the nodes it solved, in order.
+// when |A_v| >= |pa(v)| and a half-trek system reaches pa(v) from A_v (exact max-flow; a parentless node at
+// once), and joins S at once. Returns the nodes it solved, in order.
 std::vector<int32_t> htc_sweep(int32_t n, const int32_t* directed, int64_t n_dir, const int32_t* bidirected,
                                int64_t n_bi, const uint8_t* solved);
 
 // One Gauss-Seidel sweep of SEMID's ancestralIdentifyStep (the "ancestral" step of generalGenericID's loop;
-// the branches at the top of causal/ancestral.cpp) from the solved mask `solved`: returns the nodes it
-// solved, in order.
+// the branches at the top of causal/ancestral.cpp; a parentless node at once) from the solved mask `solved`:
+// returns the nodes it solved, in order.
 std::vector<int32_t> ancestral_sweep(int32_t n, const int32_t* directed, int64_t n_dir, const int32_t* bidirected,
                                      int64_t n_bi, const uint8_t* solved);
 

@@ -30,8 +30,10 @@ void for_each_tian_component(int32_t n, const i32* directed, i64 n_dir, const i3
 std::vector<int32_t> htc_sweep_graph(const Graph& g, std::vector<uint8_t>& s);
 
 // SEMID's ancestralIdentifyStep on a built graph, one Gauss-Seidel sweep per call (causal/ancestral.cpp): s is
-// the solved mask, updated; returns the nodes the sweep solved, in order. Across calls the mask may only grow
-// (generalGenericID's loop): a node that failed is retested only once it has, and G1 per node is built once.
+// the solved mask, updated; returns the nodes the sweep solved, in order (a parentless node given as unsolved
+// among them). A node's test depends on the mask only: while it grows from call to call (generalGenericID's
+// loop), a node that failed is retested only once it has grown, and what a node's tests share is kept until
+// it is solved; a mask that lost a node drops the memo.
 class AncestralSweeper {
  public:
   explicit AncestralSweeper(const Graph& g);

@@ -195,6 +195,7 @@ inline Int32Array checked_int32(const py::object& obj, const std::string& name) 
   const auto a = py::array::ensure(obj);  // lists of pairs as well
   if (!a) throw py::type_error(name + " must be an array of integers");
   const char k = a.dtype().kind();
+  if (k == 'i' && a.itemsize() == 4) return Int32Array::ensure(a);  // int32 already: no check, no copy if C-order
   if (a.size() > 0 && k != 'i' && k != 'u' && k != 'b')
     throw py::type_error(
         dtype_error(a, name + " must hold integers" + (is_numeric(a) ? ", got " + dtype_str(a) : std::string())));

@@ -157,6 +157,12 @@ def location(x) -> str:
     return "cuda" if kind == "cuda" else "host"
 
 
+@cache
+def _auto_order(where: str, supported: tuple[str, ...]) -> tuple[str, ...]:
+    """:data:`AUTO_ORDER` restricted to ``supported`` and to the backends that run where the input lives."""
+    return tuple(b for b in AUTO_ORDER if b in supported and where in _RUNS_ON[b])
+
+
 def resolve(backend: str, *, op: str, supported: Sequence[str], like=None, auto: Sequence[str] | None = None,
             check: Callable[[str], str] | None = None) -> str:
     """Turn a user's ``backend=`` into a concrete, available backend.
@@ -188,8 +194,7 @@ def resolve(backend: str, *, op: str, supported: Sequence[str], like=None, auto:
         raise TypeError(f"backend must be a string, got {type(backend).__name__}")
     if backend == "auto":
         if auto is None:
-            where = location(like)
-            auto = [b for b in AUTO_ORDER if b in supported and where in _RUNS_ON[b]]
+            auto = _auto_order(location(like) if like is not None else "host", tuple(supported))
         for b in auto:
             if b in supported and backend_available(b) and not (check and check(b)):
                 return b

@@ -285,6 +285,18 @@ def test_python_loop_with_native_sweeps_equals_reference(steps, ssc):
 
 
 @needs_cpp
+def test_node_sweeps_solve_a_parentless_node_given_as_unsolved():
+    """The empty half-trek system: both native sweeps solve a parentless node at once (the loops always pass
+    such nodes as solved; a caller of the binding may not)."""
+    C = _backend.native()
+    d, b = np.array([[0, 1]], dtype=np.int32), np.zeros((0, 2), dtype=np.int32)
+    for sweep in (C.htc_sweep, C.ancestral_sweep):
+        assert sweep(2, d, b, np.zeros(2, dtype=np.uint8)).tolist() == [0, 1]
+        assert sweep(1, b, b, np.zeros(1, dtype=np.uint8)).tolist() == [0]
+        assert sweep(2, d, b, np.ones(2, dtype=np.uint8)).tolist() == []
+
+
+@needs_cpp
 def test_cpp_refuses_step_lists_it_does_not_run():
     g = MixedGraph(3, directed=[(0, 1), (1, 2)], bidirected=[(1, 2)])
     with pytest.raises(ValueError, match="max_subset_size <= 3"):

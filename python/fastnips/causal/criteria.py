@@ -137,12 +137,12 @@ def identify(g: MixedGraph, steps: Sequence[str] = ("htc",), *, tian: bool = Tru
     prime : int, default 2**61 - 1
         Field of the edgewise rank tests, a prime :math:`3 \le p < 2^{62}`.
     backend : {"auto", "cpp", "reference"}, default "auto"
-        ``"cpp"``: any list of ``"htc"``, ``"ancestral"`` and ``"edgewise"`` (with ``subset_size_control=None``)
-        runs natively as a whole; in other lists the ``"htc"`` and ``"ancestral"`` sweeps and the per-edge
-        trek-separation search (``max_subset_size <= 3``) run natively and the restricted edgewise search
-        stays Python (with ``"htc"`` first, a graph that the ``"htc"`` phase solves completely never reaches
-        Python).  ``["edgewise"]`` with ``subset_size_control`` and trek separation with
-        ``max_subset_size > 3`` refuse ``"cpp"`` (``"auto"`` takes the reference then).
+        ``"cpp"``: any list of ``"htc"``, ``"ancestral"`` and ``"edgewise"`` runs natively as a whole when its
+        edgewise step is the exhaustive one (``subset_size_control=None``); in other lists the ``"htc"`` and
+        ``"ancestral"`` sweeps and the per-edge trek-separation search (``max_subset_size <= 3``) run natively
+        and the restricted edgewise search stays Python (with ``"htc"`` first, a graph that the ``"htc"`` phase
+        solves completely never reaches Python).  ``["edgewise"]`` with ``subset_size_control`` and trek
+        separation with ``max_subset_size > 3`` refuse ``"cpp"`` (``"auto"`` takes the reference then).
 
     Returns
     -------
