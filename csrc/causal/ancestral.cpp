@@ -74,20 +74,23 @@ Mask component_in(const Graph& g, const Mask& h, int i) {
   return inC;
 }
 
-std::unique_ptr<CompGraph> component_graph(const Graph& g, const Mask& inC) {
-  Mask inV(size_t(g.n), 0);
-  auto out = std::make_unique<CompGraph>();
-  out->loc.assign(size_t(g.n), -1);
+// C ∪ pa(C), ascending.
+std::vector<i32> with_parents(const Graph& g, const Mask& inC) {
+  Mask inV = inC;
   for (int v = 0; v < g.n; ++v)
-    if (inC[v]) {
-      inV[v] = 1;
+    if (inC[v])
       for (i32 e = g.pa_off[v]; e < g.pa_off[v + 1]; ++e) inV[g.pa[e]] = 1;
-    }
+  std::vector<i32> out;
   for (int v = 0; v < g.n; ++v)
-    if (inV[v]) {
-      out->loc[v] = i32(out->nodes.size());
-      out->nodes.push_back(v);
-    }
+    if (inV[v]) out.push_back(v);
+  return out;
+}
+
+std::unique_ptr<CompGraph> component_graph(const Graph& g, const Mask& inC) {
+  auto out = std::make_unique<CompGraph>();
+  out->nodes = with_parents(g, inC);
+  out->loc.assign(size_t(g.n), -1);
+  for (size_t k = 0; k < out->nodes.size(); ++k) out->loc[out->nodes[k]] = i32(k);
   std::vector<i32> d, b;
   for (i32 v : out->nodes) {
     if (!inC[v]) continue;
@@ -154,16 +157,10 @@ Mask ancestors(const Graph& g, int i) {
 
 void first_nodes(const Graph& g, int i, First& f) {
   const Mask inC = component_in(g, ancestors(g, i), i), htr = htr_inside(g, inC, i);
-  Mask inV = inC;
-  for (int v = 0; v < g.n; ++v)
-    if (inC[v])
-      for (i32 e = g.pa_off[v]; e < g.pa_off[v + 1]; ++e) inV[g.pa[e]] = 1;
   const u64* si = g.sib_row(i);
-  for (int v = 0; v < g.n; ++v)
-    if (inV[v]) {
-      f.nodes.push_back(v);
-      f.flags.push_back(uint8_t((inC[v] ? kInC : 0) | (inC[v] && tb(si, v) ? kSib : 0) | (htr[v] ? kHtr : 0)));
-    }
+  f.nodes = with_parents(g, inC);
+  for (i32 v : f.nodes)
+    f.flags.push_back(uint8_t((inC[v] ? kInC : 0) | (inC[v] && tb(si, v) ? kSib : 0) | (htr[v] ? kHtr : 0)));
 }
 
 // (an(i) ∪ sib(an(i))) \ ({i} ∪ sib(i)) by OR-ing sibling bitsets: O(n + |an(i)| W).
