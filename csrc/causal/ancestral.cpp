@@ -289,22 +289,21 @@ struct BitGraph {
       : n(n_), W((n_ + 63) / 64), pa(size_t(n_) * W, 0), ch(pa), sib(pa) {
     check_edge_counts(dir, nd, bi, nb);
     check_edge_ends(n, dir, nd, "directed");
-    bool dup = false;
-    for (i64 e = 0; e < nd; ++e) {
-      const i32 t = dir[2 * e], h = dir[2 * e + 1];
-      dup = dup || tb(row(ch, t), h);
-      sb(row(ch, t), h);
-      sb(row(pa, h), t);
-    }
-    if (dup) refuse("htc: duplicate directed edge");
+    if (add_pairs(dir, nd, ch, pa)) refuse("htc: duplicate directed edge");
     check_edge_ends(n, bi, nb, "bidirected");
-    for (i64 e = 0; e < nb; ++e) {
-      const i32 a = bi[2 * e], b = bi[2 * e + 1];
-      dup = dup || tb(row(sib, a), b);
-      sb(row(sib, a), b);
-      sb(row(sib, b), a);
+    if (add_pairs(bi, nb, sib, sib)) refuse("htc: duplicate bidirected edge");
+  }
+  // Bit y of fwd's row x and bit x of back's row y for every pair (x, y); whether a bit was set already (a
+  // duplicate: for bidirected pairs, fwd = back = sib, so (a, b) after (b, a) counts).
+  bool add_pairs(const i32* e, i64 m, std::vector<u64>& fwd, std::vector<u64>& back) {
+    bool dup = false;
+    for (i64 k = 0; k < m; ++k) {
+      const i32 x = e[2 * k], y = e[2 * k + 1];
+      dup = dup || tb(row(fwd, x), y);
+      sb(row(fwd, x), y);
+      sb(row(back, y), x);
     }
-    if (dup) refuse("htc: duplicate bidirected edge");
+    return dup;
   }
   // Kahn's order: every node leaves the queue iff there is no directed cycle.
   bool acyclic() const {

@@ -13,11 +13,12 @@ All answers are SEMID 0.4.2's (its test graphs and random graphs are the oracle 
 * :func:`plot` -- directed edges as arrows, bidirected edges as dashed curves (networkx + matplotlib).
 
 These run on the reference code of :mod:`fastnips.causal.reference` (max-flows, ranks over :math:`\mathbb{F}_p`,
-numpy determinants).  ``backend="cpp"`` (picked by ``"auto"`` when the native core is built) runs the ancestral
-criterion (with its Tian split), :func:`identify`'s loops over ``"htc"`` and ``"edgewise"`` steps, the latent-factor
-HTC and the per-edge trek-separation search natively, with the same candidates and the same exact max-flows
-(the edgewise step by the same rank method), so the same answers; inside a loop with trek separation the
-``"htc"`` sweeps are native too, SEMID's restricted edgewise search (``subset_size_control=3``) stays Python.
+numpy determinants).  ``backend="cpp"`` (picked by ``"auto"`` when the native core is built) runs
+:func:`identify`'s loops over ``"htc"``, ``"ancestral"`` and ``"edgewise"`` steps (the ancestral criterion with
+its Tian split among them), the latent-factor HTC and the per-edge trek-separation search natively, with the
+same candidates and the same exact max-flows (the edgewise step by the same rank method), so the same answers;
+inside a loop with trek separation or SEMID's restricted edgewise search (``subset_size_control=3``, which stays
+Python) the ``"htc"`` and ``"ancestral"`` sweeps are native too.
 A loop that starts with ``"htc"`` first runs that step to its fixpoint in one native call; where it solves
 every node, that is the loop's answer (the other steps have nothing left to do) and no Python runs.
 """
